@@ -1,0 +1,127 @@
+#include "codegen/MathLowering.h"
+
+#include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/Module.h>
+
+#include <numbers>
+
+namespace tilec::codegen::math {
+
+using llvm::Value;
+
+namespace {
+
+llvm::Module &moduleOf(llvm::IRBuilder<> &b) { return *b.GetInsertBlock()->getModule(); }
+
+Value *f32(llvm::IRBuilder<> &b, double v) { return llvm::ConstantFP::get(b.getFloatTy(), v); }
+
+// Horner evaluation with fma, highest coefficient last in `c`.
+Value *horner(llvm::IRBuilder<> &b, Value *t, std::initializer_list<double> c) {
+  auto it = std::rbegin(c);
+  Value *acc = f32(b, *it);
+  for (++it; it != std::rend(c); ++it)
+    acc = callIntrinsic(b, llvm::Intrinsic::fma, {b.getFloatTy()}, {acc, t, f32(b, *it)});
+  return acc;
+}
+
+Value *fabs(llvm::IRBuilder<> &b, Value *x) {
+  return callIntrinsic(b, llvm::Intrinsic::fabs, {x->getType()}, {x});
+}
+
+Value *copysign(llvm::IRBuilder<> &b, Value *mag, Value *sign) {
+  return callIntrinsic(b, llvm::Intrinsic::copysign, {mag->getType()}, {mag, sign});
+}
+
+} // namespace
+
+Value *callIntrinsic(llvm::IRBuilder<> &b, llvm::Intrinsic::ID id,
+                     llvm::ArrayRef<llvm::Type *> overloads, llvm::ArrayRef<Value *> args) {
+  llvm::Function *fn = llvm::Intrinsic::getOrInsertDeclaration(&moduleOf(b), id, overloads);
+  return b.CreateCall(fn, args);
+}
+
+Value *exp2(llvm::IRBuilder<> &b, Value *x) {
+  return callIntrinsic(b, llvm::Intrinsic::nvvm_ex2_approx, {b.getFloatTy()}, {x});
+}
+
+Value *exp(llvm::IRBuilder<> &b, Value *x) {
+  return exp2(b, b.CreateFMul(x, f32(b, std::numbers::log2e)));
+}
+
+Value *log2(llvm::IRBuilder<> &b, Value *x) {
+  return callIntrinsic(b, llvm::Intrinsic::nvvm_lg2_approx_f, {}, {x});
+}
+
+Value *log(llvm::IRBuilder<> &b, Value *x) {
+  return b.CreateFMul(log2(b, x), f32(b, std::numbers::ln2));
+}
+
+Value *rsqrt(llvm::IRBuilder<> &b, Value *x) {
+  return callIntrinsic(b, llvm::Intrinsic::nvvm_rsqrt_approx_f, {}, {x});
+}
+
+Value *tanh(llvm::IRBuilder<> &b, Value *x, bool fast) {
+  if (fast) {
+    auto *fnTy = llvm::FunctionType::get(b.getFloatTy(), {b.getFloatTy()}, false);
+    auto *asmFn = llvm::InlineAsm::get(fnTy, "tanh.approx.f32 $0, $1;", "=f,f",
+                                       /*hasSideEffects=*/false);
+    return b.CreateCall(asmFn, {x});
+  }
+  // Near 0, 1 - 2/(e^2x + 1) cancels; an odd polynomial (least-squares fit of
+  // (tanh(x) - x) / x^3 on [0, 0.55], relative error 4e-9) covers that range instead.
+  Value *ax = fabs(b, x);
+  Value *e = exp2(b, b.CreateFMul(ax, f32(b, 2.0 * std::numbers::log2e)));
+  Value *big = b.CreateFSub(f32(b, 1.0), b.CreateFDiv(f32(b, 2.0), b.CreateFAdd(e, f32(b, 1.0))));
+  big = copysign(b, big, x);
+  Value *x2 = b.CreateFMul(x, x);
+  Value *p = horner(b, x2,
+                    {-0.3333333197092931, 0.13333109897652484, -0.05390880472153728,
+                     0.021306119844639298, -0.006604862668877099});
+  Value *small =
+      callIntrinsic(b, llvm::Intrinsic::fma, {b.getFloatTy()}, {b.CreateFMul(p, x2), x, x});
+  return b.CreateSelect(b.CreateFCmpOLT(ax, f32(b, 0.55)), small, big);
+}
+
+Value *erf(llvm::IRBuilder<> &b, Value *x) {
+  // |x| < 1: x * P(x^2), a least-squares fit of erf(x)/x (relative error 1.3e-9).
+  // |x| >= 1: Abramowitz & Stegun 7.1.26 (relative error 1.5e-7 there, where erf >= 0.84).
+  Value *ax = fabs(b, x);
+  Value *x2 = b.CreateFMul(x, x);
+  Value *small = b.CreateFMul(
+      x, horner(b, x2,
+                {1.128379165678643, -0.3761262549825006, 0.11283581502675004, -0.02685366104623955,
+                 0.005188043349943352, -0.0008007711896401164, 7.845710156108486e-05}));
+  Value *t = b.CreateFDiv(f32(b, 1.0), callIntrinsic(b, llvm::Intrinsic::fma, {b.getFloatTy()},
+                                                     {ax, f32(b, 0.3275911), f32(b, 1.0)}));
+  Value *poly = b.CreateFMul(
+      t, horner(b, t, {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429}));
+  Value *big = b.CreateFSub(f32(b, 1.0), b.CreateFMul(poly, exp(b, b.CreateFNeg(x2))));
+  big = copysign(b, big, x);
+  // Written so that NaN takes the `big` arm, which propagates it.
+  return b.CreateSelect(b.CreateFCmpOLT(ax, f32(b, 1.0)), small, big);
+}
+
+Value *sigmoid(llvm::IRBuilder<> &b, Value *x) {
+  return b.CreateFDiv(f32(b, 1.0), b.CreateFAdd(f32(b, 1.0), exp(b, b.CreateFNeg(x))));
+}
+
+Value *floor(llvm::IRBuilder<> &b, Value *x) {
+  return callIntrinsic(b, llvm::Intrinsic::floor, {x->getType()}, {x});
+}
+
+Value *pow(llvm::IRBuilder<> &b, Value *a, Value *e) {
+  Value *r = exp2(b, b.CreateFMul(e, log2(b, fabs(b, a))));
+  Value *eIsInt = b.CreateFCmpOEQ(floor(b, e), e);
+  Value *half = b.CreateFMul(e, f32(b, 0.5));
+  Value *eIsOdd = b.CreateAnd(eIsInt, b.CreateFCmpUNE(floor(b, half), half));
+  Value *aNeg = b.CreateFCmpOLT(a, f32(b, 0.0));
+  r = b.CreateSelect(b.CreateAnd(aNeg, eIsOdd), b.CreateFNeg(r), r);
+  r = b.CreateSelect(b.CreateAnd(aNeg, b.CreateNot(eIsInt)),
+                     llvm::ConstantFP::getNaN(b.getFloatTy()), r);
+  // pow(x, 0) is 1 even for x = 0, inf and NaN, where 0 * log2(x) would give NaN.
+  return b.CreateSelect(b.CreateFCmpOEQ(e, f32(b, 0.0)), f32(b, 1.0), r);
+}
+
+} // namespace tilec::codegen::math

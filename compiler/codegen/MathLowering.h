@@ -1,0 +1,31 @@
+// Scalar float32 math for NVPTX, built from the instructions the hardware has (ex2.approx,
+// lg2.approx, rsqrt.approx) because LLVM's llvm.exp/llvm.log do not lower on NVPTX.
+// Internal to the codegen library.
+#pragma once
+
+#include <llvm/IR/IRBuilder.h>
+
+namespace tilec::codegen::math {
+
+/// Every function takes and returns a scalar `float` value.
+llvm::Value *exp2(llvm::IRBuilder<> &b, llvm::Value *x);
+llvm::Value *exp(llvm::IRBuilder<> &b, llvm::Value *x);
+llvm::Value *log2(llvm::IRBuilder<> &b, llvm::Value *x);
+llvm::Value *log(llvm::IRBuilder<> &b, llvm::Value *x);
+llvm::Value *rsqrt(llvm::IRBuilder<> &b, llvm::Value *x);
+/// Accurate to ~1e-6 relative; `fast` uses tanh.approx.f32 (~2^-11 relative) instead.
+llvm::Value *tanh(llvm::IRBuilder<> &b, llvm::Value *x, bool fast);
+llvm::Value *erf(llvm::IRBuilder<> &b, llvm::Value *x);
+llvm::Value *sigmoid(llvm::IRBuilder<> &b, llvm::Value *x);
+/// Works for float and double (and vectors of them).
+llvm::Value *floor(llvm::IRBuilder<> &b, llvm::Value *x);
+/// a ** b through exp2/log2; the limits are documented in NVPTXCodegen.h.
+llvm::Value *pow(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *e);
+
+/// Calls an intrinsic by ID (never by name: a misspelled nvvm name would silently become an
+/// external call).
+llvm::Value *callIntrinsic(llvm::IRBuilder<> &b, llvm::Intrinsic::ID id,
+                           llvm::ArrayRef<llvm::Type *> overloads,
+                           llvm::ArrayRef<llvm::Value *> args);
+
+} // namespace tilec::codegen::math

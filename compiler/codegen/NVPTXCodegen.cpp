@@ -1,0 +1,764 @@
+#include "codegen/NVPTXCodegen.h"
+
+#include "codegen/MathLowering.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#include <llvm/TargetParser/Triple.h>
+#include <llvm/Transforms/Utils/Cloning.h>
+
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace tilec::codegen {
+
+using llvm::Value;
+using thir::Expr;
+using thir::Node;
+
+namespace {
+
+constexpr std::string_view kTriple = "nvptx64-nvidia-cuda";
+constexpr int kDefaultPtxVersion = 85;
+
+// A user-facing failure deep inside expression codegen; buildModule turns it into a Result.
+struct CodegenError {
+  std::string message;
+};
+
+[[noreturn]] void unsupported(std::string what) {
+  throw CodegenError{fmt::format("not supported yet: {}", what)};
+}
+
+[[noreturn]] void bug(std::string what) {
+  throw std::logic_error(fmt::format("codegen: malformed thread IR: {}", what));
+}
+
+void initializeNVPTX() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    LLVMInitializeNVPTXTargetInfo();
+    LLVMInitializeNVPTXTarget();
+    LLVMInitializeNVPTXTargetMC();
+    LLVMInitializeNVPTXAsmPrinter();
+  });
+}
+
+Result<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetOptions &opts) {
+  const auto &archs = supportedArchs();
+  if (std::find(archs.begin(), archs.end(), opts.arch) == archs.end())
+    return Result<std::unique_ptr<llvm::TargetMachine>>::failure(fmt::format(
+        "unsupported architecture '{}' (supported: {})", opts.arch, fmt::join(archs, ", ")));
+  initializeNVPTX();
+  llvm::Triple triple{llvm::StringRef(kTriple)};
+  std::string error;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
+  if (!target)
+    return Result<std::unique_ptr<llvm::TargetMachine>>::failure("NVPTX target: " + error);
+  int ptx = opts.ptxVersion ? opts.ptxVersion : kDefaultPtxVersion;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
+      triple, opts.arch, fmt::format("+ptx{}", ptx), llvm::TargetOptions(), std::nullopt,
+      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+  if (!tm)
+    return Result<std::unique_ptr<llvm::TargetMachine>>::failure(
+        "could not create the NVPTX target machine");
+  return tm;
+}
+
+bool isHalfLike(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
+bool isFloat8(DType t) { return t == DType::Float8E4M3 || t == DType::Float8E5M2; }
+
+std::string_view unOpName(thir::UnOp op) {
+  using thir::UnOp;
+  switch (op) {
+  case UnOp::Neg:
+    return "neg";
+  case UnOp::Not:
+    return "not";
+  case UnOp::Abs:
+    return "abs";
+  case UnOp::Exp:
+    return "exp";
+  case UnOp::Exp2:
+    return "exp2";
+  case UnOp::Log:
+    return "log";
+  case UnOp::Log2:
+    return "log2";
+  case UnOp::Sqrt:
+    return "sqrt";
+  case UnOp::Rsqrt:
+    return "rsqrt";
+  case UnOp::Tanh:
+    return "tanh";
+  case UnOp::Erf:
+    return "erf";
+  case UnOp::Sigmoid:
+    return "sigmoid";
+  case UnOp::Floor:
+    return "floor";
+  case UnOp::Ceil:
+    return "ceil";
+  }
+  return "?";
+}
+
+/// Emits one kernel. Expression trees may share subtrees; within one statement all of its
+/// expressions land in one basic block and see the same variable values, so each node is emitted
+/// once per statement (the cache is cleared between statements).
+class KernelEmitter {
+public:
+  KernelEmitter(llvm::Module &mod, const thir::Kernel &k, const TargetOptions &opts)
+      : mod_(mod), ctx_(mod.getContext()), k_(k), opts_(opts), b_(ctx_) {}
+
+  void emit() {
+    std::vector<llvm::Type *> paramTypes;
+    for (const thir::Param &p : k_.params)
+      paramTypes.push_back(paramType(p));
+    auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), paramTypes, false);
+    if (mod_.getFunction(k_.name))
+      bug(fmt::format("two kernels named '{}'", k_.name));
+    fn_ = llvm::Function::Create(fnTy, llvm::GlobalValue::ExternalLinkage, k_.name, mod_);
+    fn_->setCallingConv(llvm::CallingConv::PTX_Kernel);
+    fn_->addFnAttr(llvm::Attribute::NoUnwind);
+    if (k_.threads < 1 || k_.threads > 1024)
+      bug(fmt::format("block size {} outside 1..1024", k_.threads));
+    fn_->addFnAttr("nvvm.reqntid", fmt::format("{},1,1", k_.threads));
+    for (size_t i = 0; i < k_.params.size(); ++i) {
+      const thir::Param &p = k_.params[i];
+      llvm::Argument *arg = fn_->getArg(static_cast<unsigned>(i));
+      arg->setName(p.name);
+      arg->addAttr(llvm::Attribute::NoUndef);
+      if (p.kind == thir::ParamKind::Tensor && p.alignBytes > 1)
+        arg->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(p.alignBytes)));
+    }
+    auto *entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
+    b_.SetInsertPoint(entry);
+    declareVars(k_.body);
+    body(k_.body);
+    b_.CreateRetVoid();
+  }
+
+private:
+  // ---- Types ----------------------------------------------------------------------------
+  llvm::Type *scalarType(DType t) {
+    switch (t) {
+    case DType::Bool:
+      return b_.getInt1Ty();
+    case DType::Int8:
+    case DType::UInt8:
+    case DType::Float8E4M3:
+    case DType::Float8E5M2:
+      return b_.getInt8Ty();
+    case DType::Int16:
+      return b_.getInt16Ty();
+    case DType::Int32:
+    case DType::UInt32:
+      return b_.getInt32Ty();
+    case DType::Int64:
+      return b_.getInt64Ty();
+    case DType::Float16:
+      return b_.getHalfTy();
+    case DType::BFloat16:
+      return b_.getBFloatTy();
+    case DType::Float32:
+      return b_.getFloatTy();
+    case DType::Float64:
+      return b_.getDoubleTy();
+    }
+    bug("unknown dtype");
+  }
+  // Bool lives in memory as one byte.
+  llvm::Type *memType(DType t) { return t == DType::Bool ? b_.getInt8Ty() : scalarType(t); }
+  llvm::Type *vec(llvm::Type *elem, int lanes) {
+    return lanes == 1 ? elem : llvm::FixedVectorType::get(elem, lanes);
+  }
+  llvm::Type *valueType(thir::Type t) { return vec(scalarType(t.elem), t.lanes); }
+
+  llvm::Type *paramType(const thir::Param &p) {
+    switch (p.kind) {
+    case thir::ParamKind::Tensor:
+      return b_.getPtrTy(/*AddrSpace=*/1);
+    case thir::ParamKind::Scalar:
+      return memType(p.dtype);
+    case thir::ParamKind::Dim:
+      return b_.getInt64Ty();
+    }
+    bug("unknown param kind");
+  }
+
+  const thir::Param &paramAt(int index) {
+    if (index < 0 || static_cast<size_t>(index) >= k_.params.size())
+      bug(fmt::format("parameter index {} out of range", index));
+    return k_.params[index];
+  }
+
+  // ---- Variables --------------------------------------------------------------------------
+  struct VarSlot {
+    llvm::AllocaInst *alloca;
+    thir::Type type;
+  };
+
+  // All allocas go to the entry block up front, in order of first declaration, so mem2reg
+  // promotes them and the output does not depend on traversal details.
+  void declareVar(int id, thir::Type t) {
+    auto [it, inserted] = vars_.try_emplace(id, VarSlot{nullptr, t});
+    if (!inserted) {
+      if (!(it->second.type == t))
+        bug(fmt::format("variable v{} declared with two types", id));
+      return;
+    }
+    it->second.alloca = b_.CreateAlloca(valueType(t), nullptr, fmt::format("v{}", id));
+  }
+  void declareVars(const thir::Body &body) {
+    for (const thir::Stmt &s : body) {
+      if (auto *d = std::get_if<thir::DeclVar>(&s.op)) {
+        declareVar(d->id, d->type);
+      } else if (auto *f = std::get_if<thir::ForStmt>(&s.op)) {
+        declareVar(f->var, f->varType);
+        declareVars(f->body);
+      } else if (auto *i = std::get_if<thir::IfStmt>(&s.op)) {
+        declareVars(i->then);
+        declareVars(i->otherwise);
+      }
+    }
+  }
+  const VarSlot &slot(int id) {
+    auto it = vars_.find(id);
+    if (it == vars_.end())
+      bug(fmt::format("variable v{} used but never declared", id));
+    return it->second;
+  }
+  void storeVar(int id, Value *v, thir::Type t) {
+    const VarSlot &s = slot(id);
+    if (!(s.type == t))
+      bug(fmt::format("v{} assigned a {} value", id, thir::typeString(t)));
+    b_.CreateStore(v, s.alloca);
+  }
+
+  // ---- Statements -------------------------------------------------------------------------
+  void body(const thir::Body &body) {
+    for (const thir::Stmt &s : body) {
+      cache_.clear();
+      std::visit([&](const auto &op) { stmt(op); }, s.op);
+    }
+    cache_.clear();
+  }
+
+  void stmt(const thir::DeclVar &d) { storeVar(d.id, expr(d.init), d.init->type); }
+  void stmt(const thir::AssignVar &a) { storeVar(a.id, expr(a.value), a.value->type); }
+
+  void stmt(const thir::GlobalStore &s) {
+    const thir::Param &p = paramAt(s.param);
+    if (p.kind != thir::ParamKind::Tensor || p.dtype != s.value->type.elem)
+      bug(fmt::format("store of {} into parameter '{}'", thir::typeString(s.value->type), p.name));
+    Value *v = expr(s.value);
+    if (p.dtype == DType::Bool)
+      v = b_.CreateZExt(v, vec(b_.getInt8Ty(), s.value->type.lanes));
+    b_.CreateAlignedStore(v, address(s.param, s.index), alignOf(s.alignBytes));
+  }
+
+  void stmt(const thir::IfStmt &s) {
+    Value *cond = expr(s.cond);
+    if (!(s.cond->type == thir::Type{DType::Bool, 1}))
+      bug("if condition is not a scalar bool");
+    auto *thenBB = llvm::BasicBlock::Create(ctx_, "if.then", fn_);
+    auto *elseBB = s.otherwise.empty() ? nullptr : llvm::BasicBlock::Create(ctx_, "if.else", fn_);
+    auto *endBB = llvm::BasicBlock::Create(ctx_, "if.end", fn_);
+    b_.CreateCondBr(cond, thenBB, elseBB ? elseBB : endBB);
+    b_.SetInsertPoint(thenBB);
+    body(s.then);
+    b_.CreateBr(endBB);
+    if (elseBB) {
+      b_.SetInsertPoint(elseBB);
+      body(s.otherwise);
+      b_.CreateBr(endBB);
+    }
+    b_.SetInsertPoint(endBB);
+  }
+
+  void stmt(const thir::ForStmt &s) {
+    thir::Type t = s.varType;
+    if (t.lanes != 1 || (t.elem != DType::Int32 && t.elem != DType::Int64))
+      bug("loop variable is not int32 or int64");
+    storeVar(s.var, expr(s.begin), s.begin->type);
+    auto *condBB = llvm::BasicBlock::Create(ctx_, "for.cond", fn_);
+    auto *bodyBB = llvm::BasicBlock::Create(ctx_, "for.body", fn_);
+    auto *endBB = llvm::BasicBlock::Create(ctx_, "for.end", fn_);
+    b_.CreateBr(condBB);
+
+    b_.SetInsertPoint(condBB);
+    cache_.clear();
+    Value *iv = b_.CreateLoad(valueType(t), slot(s.var).alloca);
+    if (!(s.end->type == t) || !(s.step->type == t))
+      bug("loop bounds differ in type from the loop variable");
+    b_.CreateCondBr(b_.CreateICmpSLT(iv, expr(s.end)), bodyBB, endBB);
+
+    b_.SetInsertPoint(bodyBB);
+    body(s.body);
+    Value *cur = b_.CreateLoad(valueType(t), slot(s.var).alloca);
+    b_.CreateStore(b_.CreateAdd(cur, expr(s.step)), slot(s.var).alloca);
+    cache_.clear();
+    llvm::BranchInst *latch = b_.CreateBr(condBB);
+    if (s.unroll) {
+      llvm::MDNode *full =
+          llvm::MDNode::get(ctx_, llvm::MDString::get(ctx_, "llvm.loop.unroll.full"));
+      llvm::MDNode *loopID = llvm::MDNode::getDistinct(ctx_, {nullptr, full});
+      loopID->replaceOperandWith(0, loopID);
+      latch->setMetadata(llvm::LLVMContext::MD_loop, loopID);
+    }
+    b_.SetInsertPoint(endBB);
+  }
+
+  void stmt(const thir::Barrier &) {
+    math::callIntrinsic(b_, llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {},
+                        {b_.getInt32(0)});
+  }
+
+  // ---- Expressions ------------------------------------------------------------------------
+  static llvm::Align alignOf(int bytes) {
+    if (bytes < 1 || (bytes & (bytes - 1)) != 0)
+      bug(fmt::format("alignment {} is not a power of two", bytes));
+    return llvm::Align(bytes);
+  }
+
+  Value *address(int param, const Expr &index) {
+    const thir::Param &p = paramAt(param);
+    if (p.kind != thir::ParamKind::Tensor)
+      bug(fmt::format("memory access through non-tensor parameter '{}'", p.name));
+    if (!(index->type == thir::Type{DType::Int64, 1}))
+      bug("memory index is not a scalar int64");
+    return b_.CreateInBoundsGEP(memType(p.dtype), fn_->getArg(static_cast<unsigned>(param)),
+                                expr(index));
+  }
+
+  Value *expr(const Expr &e) {
+    if (!e)
+      bug("null expression");
+    auto it = cache_.find(e.get());
+    if (it != cache_.end())
+      return it->second;
+    Value *v = std::visit([&](const auto &op) { return exprOp(op, *e); }, e->op);
+    cache_.emplace(e.get(), v);
+    return v;
+  }
+
+  Value *exprOp(const thir::ConstInt &c, const Node &n) {
+    if (isFloat(n.type.elem))
+      bug("integer constant of float type");
+    return llvm::ConstantInt::get(valueType(n.type), static_cast<uint64_t>(c.value),
+                                  isSigned(n.type.elem));
+  }
+  Value *exprOp(const thir::ConstFloat &c, const Node &n) {
+    if (!isFloat(n.type.elem) || isFloat8(n.type.elem))
+      bug("float constant of non-float (or float8) type");
+    return llvm::ConstantFP::get(valueType(n.type), c.value);
+  }
+  Value *exprOp(const thir::ParamRef &r, const Node &n) {
+    const thir::Param &p = paramAt(r.index);
+    if (p.kind == thir::ParamKind::Tensor)
+      bug(fmt::format("tensor parameter '{}' used as a value", p.name));
+    DType t = p.kind == thir::ParamKind::Dim ? DType::Int64 : p.dtype;
+    if (!(n.type == thir::Type{t, 1}))
+      bug(fmt::format("parameter '{}' read as {}", p.name, thir::typeString(n.type)));
+    Value *arg = fn_->getArg(static_cast<unsigned>(r.index));
+    return t == DType::Bool ? b_.CreateICmpNE(arg, b_.getInt8(0)) : arg;
+  }
+  Value *exprOp(const thir::SpecialReg &s, const Node &) {
+    using thir::Special;
+    llvm::Intrinsic::ID id = llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x;
+    switch (s.reg) {
+    case Special::ThreadIdxX:
+      id = llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x;
+      break;
+    case Special::BlockIdxX:
+      id = llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x;
+      break;
+    case Special::BlockIdxY:
+      id = llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y;
+      break;
+    case Special::BlockIdxZ:
+      id = llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z;
+      break;
+    case Special::GridDimX:
+      id = llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x;
+      break;
+    case Special::GridDimY:
+      id = llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_y;
+      break;
+    case Special::GridDimZ:
+      id = llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z;
+      break;
+    }
+    return math::callIntrinsic(b_, id, {}, {});
+  }
+  Value *exprOp(const thir::VarRef &v, const Node &n) {
+    const VarSlot &s = slot(v.id);
+    if (!(s.type == n.type))
+      bug(fmt::format("v{} read as {}", v.id, thir::typeString(n.type)));
+    return b_.CreateLoad(valueType(n.type), s.alloca, fmt::format("v{}.val", v.id));
+  }
+  Value *exprOp(const thir::Unary &u, const Node &n) { return unary(u.op, expr(u.a), n.type); }
+  Value *exprOp(const thir::Binary &bin, const Node &n) {
+    if (!(bin.a->type == bin.b->type))
+      bug("binary operands differ in type");
+    return binary(bin.op, expr(bin.a), expr(bin.b), bin.a->type);
+  }
+  Value *exprOp(const thir::Select &s, const Node &) {
+    return b_.CreateSelect(expr(s.cond), expr(s.a), expr(s.b));
+  }
+  Value *exprOp(const thir::Cast &c, const Node &n) { return cast(expr(c.a), c.a->type, n.type); }
+  Value *exprOp(const thir::Broadcast &bc, const Node &n) {
+    return b_.CreateVectorSplat(static_cast<unsigned>(n.type.lanes), expr(bc.a));
+  }
+  Value *exprOp(const thir::GlobalLoad &l, const Node &n) {
+    const thir::Param &p = paramAt(l.param);
+    if (p.kind != thir::ParamKind::Tensor || p.dtype != n.type.elem)
+      bug(fmt::format("load of {} from parameter '{}'", thir::typeString(n.type), p.name));
+    llvm::Type *ty = vec(memType(p.dtype), n.type.lanes);
+    Value *v = b_.CreateAlignedLoad(ty, address(l.param, l.index), alignOf(l.alignBytes));
+    if (p.dtype == DType::Bool)
+      v = b_.CreateICmpNE(v, llvm::Constant::getNullValue(ty));
+    return v;
+  }
+
+  // Applies a scalar function to each lane (the nvvm math intrinsics are scalar-only).
+  template <class F> Value *perLane(Value *v, F &&f) {
+    auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType());
+    if (!vt)
+      return f(v);
+    std::vector<Value *> lanes;
+    for (unsigned i = 0; i < vt->getNumElements(); ++i)
+      lanes.push_back(f(b_.CreateExtractElement(v, i)));
+    Value *out = llvm::PoisonValue::get(
+        llvm::FixedVectorType::get(lanes[0]->getType(), vt->getNumElements()));
+    for (unsigned i = 0; i < lanes.size(); ++i)
+      out = b_.CreateInsertElement(out, lanes[i], i);
+    return out;
+  }
+
+  // float16/bfloat16 math is computed in float32 and rounded once at the end.
+  template <class F> Value *viaF32(Value *v, thir::Type t, F &&f) {
+    if (!isHalfLike(t.elem))
+      return f(v);
+    Value *wide = b_.CreateFPExt(v, vec(b_.getFloatTy(), t.lanes));
+    return b_.CreateFPTrunc(f(wide), v->getType());
+  }
+
+  Value *unary(thir::UnOp op, Value *a, thir::Type t);
+  Value *binary(thir::BinOp op, Value *a, Value *b, thir::Type t);
+  Value *intPow(Value *a, Value *e, thir::Type t);
+  Value *cast(Value *v, thir::Type from, thir::Type to);
+
+  llvm::Module &mod_;
+  llvm::LLVMContext &ctx_;
+  const thir::Kernel &k_;
+  const TargetOptions &opts_;
+  llvm::IRBuilder<> b_;
+  llvm::Function *fn_ = nullptr;
+  std::map<int, VarSlot> vars_;
+  std::unordered_map<const Node *, Value *> cache_;
+};
+
+Value *KernelEmitter::unary(thir::UnOp op, Value *a, thir::Type t) {
+  using thir::UnOp;
+  DType et = t.elem;
+  if (isFloat8(et))
+    unsupported(fmt::format("{} on {}", unOpName(op), dtypeName(et)));
+  switch (op) {
+  case UnOp::Neg:
+    return isFloat(et) ? b_.CreateFNeg(a) : b_.CreateNeg(a);
+  case UnOp::Not:
+    return b_.CreateNot(a);
+  case UnOp::Abs:
+    if (isFloat(et))
+      return math::callIntrinsic(b_, llvm::Intrinsic::fabs, {a->getType()}, {a});
+    if (!isSigned(et))
+      return a;
+    return math::callIntrinsic(b_, llvm::Intrinsic::abs, {a->getType()}, {a, b_.getFalse()});
+  default:
+    break;
+  }
+  if (!isFloat(et))
+    bug(fmt::format("{} on {}", unOpName(op), dtypeName(et)));
+  if (et == DType::Float64) {
+    switch (op) {
+    case UnOp::Sqrt:
+      return math::callIntrinsic(b_, llvm::Intrinsic::sqrt, {a->getType()}, {a});
+    case UnOp::Rsqrt:
+      return b_.CreateFDiv(llvm::ConstantFP::get(a->getType(), 1.0),
+                           math::callIntrinsic(b_, llvm::Intrinsic::sqrt, {a->getType()}, {a}));
+    case UnOp::Floor:
+      return math::floor(b_, a);
+    case UnOp::Ceil:
+      return math::callIntrinsic(b_, llvm::Intrinsic::ceil, {a->getType()}, {a});
+    default:
+      unsupported(fmt::format("{} on float64", unOpName(op)));
+    }
+  }
+  return viaF32(a, t, [&](Value *x) -> Value * {
+    switch (op) {
+    case UnOp::Sqrt:
+      return math::callIntrinsic(b_, llvm::Intrinsic::sqrt, {x->getType()}, {x});
+    case UnOp::Floor:
+      return math::floor(b_, x);
+    case UnOp::Ceil:
+      return math::callIntrinsic(b_, llvm::Intrinsic::ceil, {x->getType()}, {x});
+    default:
+      break;
+    }
+    return perLane(x, [&](Value *s) -> Value * {
+      switch (op) {
+      case UnOp::Exp:
+        return math::exp(b_, s);
+      case UnOp::Exp2:
+        return math::exp2(b_, s);
+      case UnOp::Log:
+        return math::log(b_, s);
+      case UnOp::Log2:
+        return math::log2(b_, s);
+      case UnOp::Rsqrt:
+        return math::rsqrt(b_, s);
+      case UnOp::Tanh:
+        return math::tanh(b_, s, opts_.fastMath);
+      case UnOp::Erf:
+        return math::erf(b_, s);
+      case UnOp::Sigmoid:
+        return math::sigmoid(b_, s);
+      default:
+        bug("unexpected unary op");
+      }
+    });
+  });
+}
+
+// a ** e on integers by square-and-multiply over every bit of e, as straight-line selects
+// (expressions may not branch). Negative exponents give 0, except for bases 1 and -1.
+Value *KernelEmitter::intPow(Value *a, Value *e, thir::Type t) {
+  llvm::Type *ty = a->getType();
+  auto k = [&](int64_t v) { return llvm::ConstantInt::get(ty, static_cast<uint64_t>(v), true); };
+  Value *result = k(1);
+  Value *base = a;
+  Value *rest = e;
+  for (int bit = 0; bit < dtypeBits(t.elem); ++bit) {
+    Value *odd = b_.CreateICmpNE(b_.CreateAnd(rest, k(1)), k(0));
+    result = b_.CreateSelect(odd, b_.CreateMul(result, base), result);
+    base = b_.CreateMul(base, base);
+    rest = b_.CreateLShr(rest, k(1));
+  }
+  if (!isSigned(t.elem))
+    return result;
+  Value *negExp = b_.CreateICmpSLT(e, k(0));
+  Value *oddExp = b_.CreateICmpNE(b_.CreateAnd(e, k(1)), k(0));
+  Value *minusOne = b_.CreateSelect(oddExp, k(-1), k(1)); // (-1) ** e for negative e
+  Value *forNeg = b_.CreateSelect(b_.CreateICmpEQ(a, k(1)), k(1),
+                                  b_.CreateSelect(b_.CreateICmpEQ(a, k(-1)), minusOne, k(0)));
+  return b_.CreateSelect(negExp, forNeg, result);
+}
+
+Value *KernelEmitter::binary(thir::BinOp op, Value *a, Value *b, thir::Type t) {
+  using thir::BinOp;
+  DType et = t.elem;
+  if (isFloat8(et))
+    unsupported(fmt::format("arithmetic on {}", dtypeName(et)));
+  bool fp = isFloat(et);
+  bool sgn = isSigned(et);
+  switch (op) {
+  case BinOp::Add:
+    return fp ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
+  case BinOp::Sub:
+    return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
+  case BinOp::Mul:
+    return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
+  case BinOp::Div:
+    return fp ? b_.CreateFDiv(a, b) : sgn ? b_.CreateSDiv(a, b) : b_.CreateUDiv(a, b);
+  case BinOp::FloorDiv:
+  case BinOp::Mod: {
+    if (fp) {
+      if (et == DType::Float64 || et == DType::Float32) {
+        Value *q = math::floor(b_, b_.CreateFDiv(a, b));
+        return op == BinOp::FloorDiv ? q : b_.CreateFSub(a, b_.CreateFMul(q, b));
+      }
+      llvm::Type *wide = vec(b_.getFloatTy(), t.lanes);
+      Value *r =
+          binary(op, b_.CreateFPExt(a, wide), b_.CreateFPExt(b, wide), {DType::Float32, t.lanes});
+      return b_.CreateFPTrunc(r, a->getType());
+    }
+    if (!sgn)
+      return op == BinOp::FloorDiv ? b_.CreateUDiv(a, b) : b_.CreateURem(a, b);
+    // Python rounds the quotient toward -inf: when the remainder is nonzero and its sign differs
+    // from the divisor's, C's truncated result is one off.
+    Value *q = b_.CreateSDiv(a, b);
+    Value *r = b_.CreateSRem(a, b);
+    Value *zero = llvm::Constant::getNullValue(a->getType());
+    Value *fix = b_.CreateAnd(b_.CreateICmpNE(r, zero), b_.CreateICmpSLT(b_.CreateXor(r, b), zero));
+    if (op == BinOp::FloorDiv)
+      return b_.CreateSub(q, b_.CreateZExt(fix, a->getType()));
+    return b_.CreateSelect(fix, b_.CreateAdd(r, b), r);
+  }
+  case BinOp::Pow:
+    if (!fp)
+      return intPow(a, b, t);
+    if (et == DType::Float64)
+      unsupported("pow on float64");
+    return viaF32(a, t, [&](Value *x) {
+      Value *y = isHalfLike(et) ? b_.CreateFPExt(b, x->getType()) : b;
+      if (t.lanes == 1)
+        return math::pow(b_, x, y);
+      Value *out = llvm::PoisonValue::get(x->getType());
+      for (unsigned i = 0; i < static_cast<unsigned>(t.lanes); ++i)
+        out = b_.CreateInsertElement(
+            out, math::pow(b_, b_.CreateExtractElement(x, i), b_.CreateExtractElement(y, i)), i);
+      return out;
+    });
+  case BinOp::Min:
+  case BinOp::Max: {
+    // minnum/maxnum return the other operand for one NaN, like CUDA's fminf/fmaxf.
+    llvm::Intrinsic::ID id = op == BinOp::Min ? (fp    ? llvm::Intrinsic::minnum
+                                                 : sgn ? llvm::Intrinsic::smin
+                                                       : llvm::Intrinsic::umin)
+                                              : (fp    ? llvm::Intrinsic::maxnum
+                                                 : sgn ? llvm::Intrinsic::smax
+                                                       : llvm::Intrinsic::umax);
+    return math::callIntrinsic(b_, id, {a->getType()}, {a, b});
+  }
+  case BinOp::Eq:
+  case BinOp::Ne:
+  case BinOp::Lt:
+  case BinOp::Le:
+  case BinOp::Gt:
+  case BinOp::Ge: {
+    using P = llvm::CmpInst::Predicate;
+    static constexpr P fpPreds[] = {P::FCMP_OEQ, P::FCMP_UNE, P::FCMP_OLT,
+                                    P::FCMP_OLE, P::FCMP_OGT, P::FCMP_OGE};
+    static constexpr P sPreds[] = {P::ICMP_EQ,  P::ICMP_NE,  P::ICMP_SLT,
+                                   P::ICMP_SLE, P::ICMP_SGT, P::ICMP_SGE};
+    static constexpr P uPreds[] = {P::ICMP_EQ,  P::ICMP_NE,  P::ICMP_ULT,
+                                   P::ICMP_ULE, P::ICMP_UGT, P::ICMP_UGE};
+    size_t i = static_cast<size_t>(op) - static_cast<size_t>(BinOp::Eq);
+    if (fp)
+      return b_.CreateFCmp(fpPreds[i], a, b);
+    return b_.CreateICmp(sgn ? sPreds[i] : uPreds[i], a, b);
+  }
+  case BinOp::And:
+    return b_.CreateAnd(a, b);
+  case BinOp::Or:
+    return b_.CreateOr(a, b);
+  }
+  bug("unknown binary op");
+}
+
+Value *KernelEmitter::cast(Value *v, thir::Type from, thir::Type to) {
+  if (from.lanes != to.lanes)
+    bug("cast changes the lane count");
+  DType f = from.elem;
+  DType t = to.elem;
+  if (f == t)
+    return v;
+  if (isFloat8(f) || isFloat8(t))
+    unsupported(fmt::format("cast from {} to {}", dtypeName(f), dtypeName(t)));
+  llvm::Type *dst = valueType(to);
+  if (t == DType::Bool) {
+    Value *zero = llvm::Constant::getNullValue(v->getType());
+    return isFloat(f) ? b_.CreateFCmpUNE(v, zero) : b_.CreateICmpNE(v, zero);
+  }
+  if (f == DType::Bool)
+    return isFloat(t) ? b_.CreateUIToFP(v, dst) : b_.CreateZExt(v, dst);
+  if (!isFloat(f) && !isFloat(t))
+    return b_.CreateIntCast(v, dst, isSigned(f));
+  if (!isFloat(f))
+    return isSigned(f) ? b_.CreateSIToFP(v, dst) : b_.CreateUIToFP(v, dst);
+  if (!isFloat(t)) {
+    // Saturating (NaN -> 0), like PTX's cvt.rzi.sat; a plain fptosi would be poison when out of
+    // range.
+    return math::callIntrinsic(
+        b_, isSigned(t) ? llvm::Intrinsic::fptosi_sat : llvm::Intrinsic::fptoui_sat,
+        {dst, v->getType()}, {v});
+  }
+  // float <-> float. half <-> bfloat goes through float32, which holds both exactly.
+  if (isHalfLike(f) && isHalfLike(t))
+    return b_.CreateFPTrunc(b_.CreateFPExt(v, vec(b_.getFloatTy(), to.lanes)), dst);
+  if (dtypeBits(t) > dtypeBits(f))
+    return b_.CreateFPExt(v, dst);
+  return b_.CreateFPTrunc(v, dst);
+}
+
+} // namespace
+
+const std::vector<std::string> &supportedArchs() {
+  static const std::vector<std::string> archs = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
+  return archs;
+}
+
+Result<std::unique_ptr<llvm::Module>> buildModule(const thir::Module &m, const TargetOptions &opts,
+                                                  llvm::LLVMContext &ctx) {
+  using R = Result<std::unique_ptr<llvm::Module>>;
+  auto tm = createTargetMachine(opts);
+  if (!tm)
+    return R::failure(tm.error());
+  auto mod = std::make_unique<llvm::Module>(m.name, ctx);
+  mod->setTargetTriple(llvm::Triple(llvm::StringRef(kTriple)));
+  mod->setDataLayout((*tm)->createDataLayout());
+  try {
+    for (const thir::Kernel &k : m.kernels)
+      KernelEmitter(*mod, k, opts).emit();
+  } catch (const CodegenError &e) {
+    return R::failure(e.message);
+  }
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(*mod, &os))
+    throw std::logic_error("codegen produced invalid LLVM IR:\n" + problems);
+
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder pb(tm->get());
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+  mpm.run(*mod, mam);
+  return R(std::move(mod));
+}
+
+std::string emitLLVMText(const llvm::Module &m) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  m.print(os, nullptr);
+  return text;
+}
+
+Result<std::string> emitPTX(const llvm::Module &m, const TargetOptions &opts) {
+  auto tm = createTargetMachine(opts);
+  if (!tm)
+    return Result<std::string>::failure(tm.error());
+  // Code generation rewrites the module it runs on; work on a copy so `m` stays printable.
+  std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
+  llvm::SmallString<0> ptx;
+  llvm::raw_svector_ostream os(ptx);
+  llvm::legacy::PassManager pm;
+  if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
+    return Result<std::string>::failure("the NVPTX target cannot emit assembly");
+  pm.run(*copy);
+  return std::string(ptx.str());
+}
+
+} // namespace tilec::codegen

@@ -1,0 +1,78 @@
+// Thread IR -> LLVM IR (NVPTX) -> PTX, all in process through LLVM's NVPTX TargetMachine.
+#pragma once
+
+#include "threadir/ThreadIR.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace llvm {
+class LLVMContext;
+class Module;
+} // namespace llvm
+
+namespace tilec::codegen {
+
+/// A value or the message saying why there is none. The messages are user-facing
+/// ("not supported yet: exp on float64"); compiler bugs throw std::logic_error instead.
+template <class T> class Result {
+public:
+  Result(T value) : v_(std::in_place_index<0>, std::move(value)) {}
+  static Result failure(std::string message) {
+    Result r;
+    r.v_.template emplace<1>(std::move(message));
+    return r;
+  }
+  explicit operator bool() const { return v_.index() == 0; }
+  T &operator*() { return std::get<0>(v_); }
+  const T &operator*() const { return std::get<0>(v_); }
+  T *operator->() { return &std::get<0>(v_); }
+  const T *operator->() const { return &std::get<0>(v_); }
+  const std::string &error() const { return std::get<1>(v_); }
+
+private:
+  Result() = default;
+  std::variant<T, std::string> v_;
+};
+
+struct TargetOptions {
+  /// One of supportedArchs().
+  std::string arch = "sm_90a";
+  /// PTX ISA version times ten; 0 picks 8.5, which every supported arch needs at most and
+  /// ptxas 13.0 (and drivers >= 555) accept.
+  int ptxVersion = 0;
+  /// Use the hardware approximations where they are much less accurate than the defaults:
+  /// tanh -> tanh.approx.f32 (rel. error ~2^-11). The default tanh is accurate to ~1e-6.
+  bool fastMath = false;
+};
+
+/// The architectures buildModule/emitPTX accept, in a stable order.
+const std::vector<std::string> &supportedArchs();
+
+/// Builds the LLVM module for every kernel of `m` (one `ptx_kernel` function each; parameters in
+/// Kernel::params order: Tensor -> `ptr addrspace(1) noundef align N`, Scalar -> its type
+/// (float16/bfloat16 as half/bfloat, bool as i8), Dim -> i64) and optimizes it at O3.
+///
+/// Math lowering, per element (float16/bfloat16 compute in float32 and round back):
+/// exp2 -> ex2.approx.f32, exp(x) -> ex2(x*log2(e)), log2 -> lg2.approx.f32, log -> lg2*ln(2),
+/// sqrt -> sqrt.rn, rsqrt -> rsqrt.approx, tanh and erf -> polynomial/exp formulas accurate to
+/// ~1e-6 relative, sigmoid -> 1/(1+exp(-x)), pow(a, b) -> ex2(b*lg2(|a|)) with the sign fixed
+/// for a < 0 and odd integral b, NaN for a < 0 and non-integral b, 1 for b == 0 (so relative error
+/// grows like |b*log2(a)| * 2^-22). float64 supports arithmetic, sqrt, rsqrt, abs, floor, ceil;
+/// the transcendental ones report "not supported yet". float8 values can be loaded, stored and
+/// moved but not computed with or cast yet.
+Result<std::unique_ptr<llvm::Module>> buildModule(const thir::Module &m, const TargetOptions &opts,
+                                                  llvm::LLVMContext &ctx);
+
+/// Textual LLVM IR (.ll).
+std::string emitLLVMText(const llvm::Module &m);
+
+/// PTX text for `m` (which must come from buildModule with the same options). `m` is cloned, not
+/// changed.
+Result<std::string> emitPTX(const llvm::Module &m, const TargetOptions &opts);
+
+} // namespace tilec::codegen

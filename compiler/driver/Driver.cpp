@@ -1,0 +1,304 @@
+#include "driver/Driver.h"
+
+#include "codegen/NVPTXCodegen.h"
+#include "driver/HeaderGen.h"
+#include "driver/Ptxas.h"
+#include "lower/Lower.h"
+#include "sema/Sema.h"
+#include "syntax/ASTPrinter.h"
+#include "syntax/Parser.h"
+
+#include <fmt/format.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+#include <unistd.h>
+
+namespace tilec::driver {
+
+namespace fs = std::filesystem;
+
+const std::vector<std::string> &emitKinds() {
+  static const std::vector<std::string> kinds = {"cubin", "ptx", "llvm", "header", "layout"};
+  return kinds;
+}
+
+namespace {
+
+/// Everything one run needs: the sources, the diagnostics, and where they are printed.
+struct Session {
+  SourceManager sm;
+  DiagnosticEngine diags{sm};
+  std::ostream &err;
+  explicit Session(std::ostream &e) : err(e) {}
+  /// Prints what was reported so far and returns the exit status.
+  int flush() {
+    err << diags.renderAll();
+    return diags.hasErrors() ? 1 : 0;
+  }
+};
+
+std::optional<uint32_t> readInput(Session &s, const std::string &path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    s.diags.error({}, fs::exists(path, ec) ? fmt::format("'{}' is not a regular file", path)
+                                           : fmt::format("cannot open '{}': no such file", path));
+    return std::nullopt;
+  }
+  auto size = fs::file_size(path, ec);
+  if (ec || size > kMaxSourceFileSize) {
+    s.diags.error({},
+                  fmt::format("'{}' is too large (limit {} MiB)", path, kMaxSourceFileSize >> 20));
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) {
+    s.diags.error({}, fmt::format("cannot read '{}'", path));
+    return std::nullopt;
+  }
+  return s.sm.addBuffer(path, text.str());
+}
+
+std::string stemOf(const std::string &path) { return fs::path(path).stem().string(); }
+
+/// Runs parse and sema; prints dumps asked for on the way.
+std::optional<tile::Program> frontEnd(Session &s, const DriverOptions &opts, std::ostream &out) {
+  auto file = readInput(s, opts.input);
+  if (!file)
+    return std::nullopt;
+  auto module = parseModule(s.sm, *file, s.diags);
+  if (!module)
+    return std::nullopt;
+  if (opts.dumpAfter == "ast")
+    out << printAST(*module);
+  sema::Options so;
+  so.defines = opts.defines;
+  so.moduleSearchPath = opts.includeDirs;
+  if (!opts.stdlibDir.empty())
+    so.moduleSearchPath.push_back(opts.stdlibDir);
+  so.stem = stemOf(opts.input);
+  auto program = sema::analyze(*module, s.sm, s.diags, so);
+  if (program && opts.dumpAfter == "tile-ir")
+    out << tile::print(*program);
+  return program;
+}
+
+nlohmann::ordered_json layoutReport(const tile::Program &p, const lower::Lowered &low,
+                                    const DriverOptions &opts, const SourceManager &sm) {
+  using nlohmann::ordered_json;
+  ordered_json report;
+  report["schema"] = "tilec.layout/1";
+  report["file"] = fs::path(opts.input).filename().string();
+  report["arch"] = opts.arch;
+  report["kernels"] = ordered_json::array();
+  for (const tile::Kernel &k : p.kernels) {
+    ordered_json kj;
+    kj["name"] = k.name;
+    kj["threads"] = k.threads;
+    ordered_json grid = ordered_json::array();
+    for (const tile::Expr &g : k.grid)
+      grid.push_back(tile::print(g));
+    kj["grid"] = grid;
+    ordered_json bufs = ordered_json::array();
+    auto shapeJson = [](const std::vector<tile::Expr> &shape) {
+      ordered_json s = ordered_json::array();
+      for (const tile::Expr &d : shape) {
+        if (auto c = tile::asConstInt(d))
+          s.push_back(*c);
+        else
+          s.push_back(tile::print(d));
+      }
+      return s;
+    };
+    for (const tile::Param &prm : k.params) {
+      if (prm.kind != tile::ParamKind::Tensor)
+        continue;
+      const tile::Buffer &b = *prm.tensor;
+      ordered_json bj;
+      bj["name"] = b.name;
+      bj["scope"] = "global";
+      bj["shape"] = shapeJson(b.shape);
+      bj["dtype"] = dtypeName(b.dtype);
+      bj["layout"] = {{"kind", "row-major"}};
+      bj["fixed_by"] = {{"op", "kernel parameter"}, {"line", b.loc.line}, {"col", b.loc.col}};
+      bufs.push_back(bj);
+    }
+    for (const tile::BufferPtr &b : k.buffers) {
+      ordered_json bj;
+      bj["name"] = b->name;
+      bj["scope"] = tile::scopeName(b->scope);
+      bj["shape"] = shapeJson(b->shape);
+      bj["dtype"] = dtypeName(b->dtype);
+      bj["layout"] = {{"kind", "per-thread register"}};
+      bj["fixed_by"] = {{"op", "alloc_var"}, {"line", b->loc.line}, {"col", b->loc.col}};
+      bufs.push_back(bj);
+    }
+    kj["buffers"] = bufs;
+    ordered_json loops = ordered_json::array();
+    for (const lower::ParallelLoopRecord &r : low.parallelLoops) {
+      if (r.kernel != k.name)
+        continue;
+      ordered_json lj;
+      lj["line"] = r.loc.line;
+      lj["col"] = r.loc.col;
+      lj["iterations"] = r.layout.total;
+      lj["threads"] = r.layout.threads;
+      lj["vector"] = r.layout.vector;
+      lj["steps_per_thread"] = r.layout.steps();
+      lj["mapping"] =
+          fmt::format("iteration i runs on thread (i / {}) % {}, step i / {}", r.layout.vector,
+                      r.layout.threads, r.layout.vector * r.layout.threads);
+      lj["vector_reason"] = r.layout.reason;
+      lj["fixed_by"] = "free: coalesced global access";
+      loops.push_back(lj);
+    }
+    kj["parallel_loops"] = loops;
+    report["kernels"].push_back(kj);
+  }
+  (void)sm;
+  return report;
+}
+
+/// Writes every output next to its final name first and renames them only when all were
+/// written, so that a failure leaves no partial outputs behind.
+bool writeOutputs(Session &s, const fs::path &dir,
+                  const std::vector<std::pair<std::string, std::string>> &files) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    s.diags.error({}, fmt::format("output directory '{}' does not exist", dir.string()));
+    return false;
+  }
+  std::vector<std::pair<fs::path, fs::path>> staged;
+  auto cleanup = [&]() {
+    for (auto &[tmp, final] : staged)
+      fs::remove(tmp, ec);
+  };
+  for (const auto &[name, content] : files) {
+    fs::path final = dir / name;
+    fs::path tmp = dir / fmt::format(".{}.tmp{}", name, ::getpid());
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(content.data(), static_cast<std::streamsize>(content.size()));
+    out.close();
+    staged.emplace_back(tmp, final);
+    if (!out) {
+      s.diags.error({}, fmt::format("cannot write '{}'", final.string()));
+      cleanup();
+      return false;
+    }
+  }
+  for (auto &[tmp, final] : staged) {
+    fs::rename(tmp, final, ec);
+    if (ec) {
+      s.diags.error({}, fmt::format("cannot write '{}': {}", final.string(), ec.message()));
+      cleanup();
+      return false;
+    }
+  }
+  return true;
+}
+
+} // namespace
+
+int runCheck(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
+  Session s(err);
+  frontEnd(s, opts, out);
+  return s.flush();
+}
+
+int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
+  Session s(err);
+  const auto &archs = codegen::supportedArchs();
+  if (std::find(archs.begin(), archs.end(), opts.arch) == archs.end()) {
+    std::string list;
+    for (const std::string &a : archs)
+      list += (list.empty() ? "" : ", ") + a;
+    s.diags.error({}, fmt::format("unsupported --arch '{}' (supported: {})", opts.arch, list));
+    return s.flush();
+  }
+  for (const std::string &k : opts.emit)
+    if (std::find(emitKinds().begin(), emitKinds().end(), k) == emitKinds().end()) {
+      s.diags.error({}, fmt::format("unknown --emit kind '{}' (kinds: cubin, ptx, llvm, header, "
+                                    "layout)",
+                                    k));
+      return s.flush();
+    }
+  std::string stem = stemOf(opts.input);
+  std::string ns = opts.ns.empty() ? defaultNamespace(stem) : opts.ns;
+  if (!isValidNamespace(ns)) {
+    s.diags.error({}, fmt::format("--namespace '{}' is not a valid C++ namespace name", ns));
+    return s.flush();
+  }
+  auto program = frontEnd(s, opts, out);
+  if (!program)
+    return s.flush();
+  lower::Options lo;
+  lo.arch = opts.arch;
+  auto lowered = lower::lowerProgram(*program, s.diags, lo);
+  if (!lowered)
+    return s.flush();
+  if (opts.dumpAfter == "thread-ir")
+    out << thir::print(lowered->module);
+
+  codegen::TargetOptions to;
+  to.arch = opts.arch;
+  llvm::LLVMContext ctx;
+  auto mod = codegen::buildModule(lowered->module, to, ctx);
+  if (!mod) {
+    s.diags.error({}, mod.error());
+    return s.flush();
+  }
+  std::vector<std::pair<std::string, std::string>> files;
+  if (opts.emit.count("llvm"))
+    files.emplace_back(stem + ".ll", codegen::emitLLVMText(**mod));
+  bool wantBinary = opts.emit.count("cubin") || opts.emit.count("header") || opts.emit.count("ptx");
+  std::string ptx, cubin;
+  if (wantBinary) {
+    auto p = codegen::emitPTX(**mod, to);
+    if (!p) {
+      s.diags.error({}, p.error());
+      return s.flush();
+    }
+    ptx = std::move(*p);
+  }
+  if (opts.emit.count("ptx"))
+    files.emplace_back(stem + ".ptx", ptx);
+  BinaryKind kind = BinaryKind::Ptx;
+  if (opts.emit.count("cubin") || opts.emit.count("header")) {
+    if (auto ptxas = findPtxas()) {
+      PtxasResult r = runPtxas(*ptxas, ptx, opts.arch);
+      if (!r.ok) {
+        s.diags.error({}, fmt::format("ptxas failed (this is a compiler bug):\n{}", r.log));
+        return s.flush();
+      }
+      cubin = std::move(r.cubin);
+      kind = BinaryKind::Cubin;
+      if (opts.emit.count("cubin"))
+        files.emplace_back(stem + ".cubin", cubin);
+    } else {
+      s.diags.warning({}, "ptxas not found (set TILEC_PTXAS or put it on PATH): no .cubin is "
+                          "written and the header embeds PTX, which the driver compiles at load");
+    }
+  }
+  if (opts.emit.count("header")) {
+    HeaderOptions ho;
+    ho.ns = ns;
+    ho.sourceName = fs::path(opts.input).filename().string();
+    files.emplace_back(
+        stem + ".h",
+        generateHeader(lowered->module, kind == BinaryKind::Cubin ? cubin : ptx, kind, ho));
+  }
+  if (opts.emit.count("layout"))
+    files.emplace_back(stem + ".layout.json",
+                       layoutReport(*program, *lowered, opts, s.sm).dump(2) + "\n");
+  writeOutputs(s, opts.outDir, files);
+  return s.flush();
+}
+
+} // namespace tilec::driver

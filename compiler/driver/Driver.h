@@ -1,0 +1,35 @@
+// The compiler driver: runs the pipeline for `tilec check` and `tilec compile` and writes the
+// outputs. The CLI (main.cpp) only parses options into these structs.
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace tilec::driver {
+
+struct DriverOptions {
+  std::string input;
+  std::string outDir = ".";
+  std::string arch = "sm_90a";
+  std::map<std::string, std::string> defines;
+  std::vector<std::string> includeDirs;
+  std::set<std::string> emit = {"cubin", "header"};
+  std::string ns;
+  bool layoutDetailFull = false;
+  /// Print a stage's output to stdout: "ast", "tile-ir" or "thread-ir".
+  std::string dumpAfter;
+  /// The stdlib directory (holding std/...); searched after includeDirs.
+  std::string stdlibDir;
+};
+
+/// Each returns the process exit status: 0 on success, 1 when an error was reported.
+int runCheck(const DriverOptions &opts, std::ostream &out, std::ostream &err);
+int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err);
+
+/// The emit kinds `--emit` accepts.
+const std::vector<std::string> &emitKinds();
+
+} // namespace tilec::driver

@@ -1,0 +1,370 @@
+#include "driver/HeaderGen.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <climits>
+#include <iterator>
+#include <set>
+#include <stdexcept>
+
+namespace tilec::driver {
+
+namespace detail {
+std::string_view runtimeHeaderBytes(); // generated from runtime.h at build time
+} // namespace detail
+
+std::string_view runtimeHeaderText() { return detail::runtimeHeaderBytes(); }
+
+namespace {
+
+using thir::Expr;
+
+[[noreturn]] void bug(std::string what) {
+  throw std::logic_error(fmt::format("header generation: {}", what));
+}
+
+constexpr std::string_view kCxxKeywords[] = {
+    "alignas",       "alignof",     "and",
+    "and_eq",        "asm",         "auto",
+    "bitand",        "bitor",       "bool",
+    "break",         "case",        "catch",
+    "char",          "char8_t",     "char16_t",
+    "char32_t",      "class",       "compl",
+    "concept",       "const",       "consteval",
+    "constexpr",     "constinit",   "const_cast",
+    "continue",      "co_await",    "co_return",
+    "co_yield",      "decltype",    "default",
+    "delete",        "do",          "double",
+    "dynamic_cast",  "else",        "enum",
+    "explicit",      "export",      "extern",
+    "false",         "float",       "for",
+    "friend",        "goto",        "if",
+    "inline",        "int",         "long",
+    "mutable",       "namespace",   "new",
+    "noexcept",      "not",         "not_eq",
+    "nullptr",       "operator",    "or",
+    "or_eq",         "private",     "protected",
+    "public",        "register",    "reinterpret_cast",
+    "requires",      "return",      "short",
+    "signed",        "sizeof",      "static",
+    "static_assert", "static_cast", "struct",
+    "switch",        "template",    "this",
+    "thread_local",  "throw",       "true",
+    "try",           "typedef",     "typeid",
+    "typename",      "union",       "unsigned",
+    "using",         "virtual",     "void",
+    "volatile",      "wchar_t",     "while",
+    "xor",           "xor_eq",      "final",
+    "override",      "import",      "module",
+    "main",
+};
+
+bool isKeyword(std::string_view s) {
+  return std::find(std::begin(kCxxKeywords), std::end(kCxxKeywords), s) != std::end(kCxxKeywords);
+}
+
+bool isIdentifier(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
+    return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+/// Names the header may use for the launch parameters. `stream` and the `tilec_` prefix belong
+/// to the header itself, and C++ keywords cannot be names; those get renamed, then duplicates
+/// (which the renaming could create) get more underscores.
+std::vector<std::string> launchParamNames(const thir::Kernel &k) {
+  std::set<std::string> used = {"stream"};
+  std::vector<std::string> names;
+  for (const thir::Param &p : k.params) {
+    if (!isIdentifier(p.name))
+      bug(fmt::format("parameter name '{}' is not an identifier", p.name));
+    std::string n = p.name;
+    if (n.rfind("tilec_", 0) == 0)
+      n = "arg_" + n;
+    if (isKeyword(n))
+      n += '_';
+    while (!used.insert(n).second)
+      n += '_';
+    names.push_back(std::move(n));
+  }
+  return names;
+}
+
+std::string functionName(const thir::Kernel &k) {
+  if (!isIdentifier(k.name))
+    bug(fmt::format("kernel name '{}' is not an identifier", k.name));
+  if (k.name.rfind("tilec_", 0) == 0)
+    return "kernel_" + k.name;
+  return isKeyword(k.name) ? k.name + "_" : k.name;
+}
+
+/// Translates a grid expression into host C++ over `int64_t`, with the language's integer
+/// semantics (floored // and %) from tilec::rt.
+class HostExpr {
+public:
+  HostExpr(const thir::Kernel &k, const std::vector<std::string> &names) : k_(k), names_(names) {}
+
+  std::string operator()(const Expr &e) {
+    if (!e)
+      bug("null grid expression");
+    if (isFloat(e->type.elem) || e->type.lanes != 1)
+      bug(fmt::format("grid expression of type {}", thir::typeString(e->type)));
+    return std::visit([&](const auto &op) { return emit(op, *e); }, e->op);
+  }
+
+private:
+  std::string emit(const thir::ConstInt &c, const thir::Node &n) {
+    if (n.type.elem == DType::Bool)
+      return c.value ? "true" : "false";
+    if (c.value == INT64_MIN)
+      return "(-9223372036854775807 - 1)";
+    return fmt::format("::std::int64_t{{{}}}", c.value);
+  }
+  std::string emit(const thir::ParamRef &r, const thir::Node &) {
+    if (r.index < 0 || static_cast<size_t>(r.index) >= k_.params.size())
+      bug("grid refers to a parameter out of range");
+    const thir::Param &p = k_.params[r.index];
+    if (p.kind == thir::ParamKind::Tensor || isFloat(p.dtype))
+      bug(fmt::format("grid refers to non-integer parameter '{}'", p.name));
+    if (p.kind == thir::ParamKind::Dim || p.dtype == DType::Int64)
+      return names_[r.index];
+    return fmt::format("static_cast<::std::int64_t>({})", names_[r.index]);
+  }
+  std::string emit(const thir::Binary &b, const thir::Node &) {
+    std::string x = (*this)(b.a), y = (*this)(b.b);
+    using thir::BinOp;
+    switch (b.op) {
+    case BinOp::Add:
+      return fmt::format("({} + {})", x, y);
+    case BinOp::Sub:
+      return fmt::format("({} - {})", x, y);
+    case BinOp::Mul:
+      return fmt::format("({} * {})", x, y);
+    case BinOp::Div:
+      return fmt::format("::tilec::rt::truncDiv({}, {})", x, y);
+    case BinOp::FloorDiv:
+      return fmt::format("::tilec::rt::floorDiv({}, {})", x, y);
+    case BinOp::Mod:
+      return fmt::format("::tilec::rt::floorMod({}, {})", x, y);
+    case BinOp::Min:
+      return fmt::format("::tilec::rt::min({}, {})", x, y);
+    case BinOp::Max:
+      return fmt::format("::tilec::rt::max({}, {})", x, y);
+    case BinOp::Eq:
+      return fmt::format("({} == {})", x, y);
+    case BinOp::Ne:
+      return fmt::format("({} != {})", x, y);
+    case BinOp::Lt:
+      return fmt::format("({} < {})", x, y);
+    case BinOp::Le:
+      return fmt::format("({} <= {})", x, y);
+    case BinOp::Gt:
+      return fmt::format("({} > {})", x, y);
+    case BinOp::Ge:
+      return fmt::format("({} >= {})", x, y);
+    case BinOp::And:
+      return fmt::format("({} && {})", x, y);
+    case BinOp::Or:
+      return fmt::format("({} || {})", x, y);
+    case BinOp::Pow:
+      break;
+    }
+    bug("pow in a grid expression");
+  }
+  std::string emit(const thir::Select &s, const thir::Node &) {
+    return fmt::format("({} ? {} : {})", (*this)(s.cond), (*this)(s.a), (*this)(s.b));
+  }
+  std::string emit(const thir::Cast &c, const thir::Node &n) {
+    std::string x = (*this)(c.a);
+    if (n.type.elem == DType::Bool)
+      return fmt::format("({} != 0)", x);
+    if (n.type.elem == DType::Int64)
+      return fmt::format("static_cast<::std::int64_t>({})", x);
+    // Narrowing wraps as on the device, then widens back for the arithmetic around it.
+    return fmt::format("static_cast<::std::int64_t>(static_cast<::{}>({}))",
+                       dtypeCxxName(n.type.elem), x);
+  }
+  template <class Op> std::string emit(const Op &, const thir::Node &) {
+    bug("grid expression uses a device-only operation");
+  }
+
+  const thir::Kernel &k_;
+  const std::vector<std::string> &names_;
+};
+
+std::string cxxParamType(const thir::Param &p) {
+  switch (p.kind) {
+  case thir::ParamKind::Tensor:
+    return "::CUdeviceptr";
+  case thir::ParamKind::Dim:
+    return "::std::int64_t";
+  case thir::ParamKind::Scalar:
+    break;
+  }
+  std::string_view t = dtypeCxxName(p.dtype);
+  if (t == "float" || t == "double" || t == "bool")
+    return std::string(t);
+  return fmt::format("::std::{}", t);
+}
+
+std::string paramComment(const thir::Param &p) {
+  switch (p.kind) {
+  case thir::ParamKind::Tensor:
+    return fmt::format("{} tensor, {}-byte aligned", dtypeName(p.dtype), p.alignBytes);
+  case thir::ParamKind::Dim:
+    return "symbolic dimension, > 0";
+  case thir::ParamKind::Scalar:
+    if (p.dtype == DType::Float16 || p.dtype == DType::BFloat16)
+      return fmt::format("{} scalar (its bits)", dtypeName(p.dtype));
+    return fmt::format("{} scalar", dtypeName(p.dtype));
+  }
+  return "";
+}
+
+void appendImage(std::string &out, std::string_view binary, BinaryKind kind) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  size_t n = binary.size() + (kind == BinaryKind::Ptx ? 1 : 0);
+  out.reserve(out.size() + n * 6 + n / 16 * 4 + 256);
+  for (size_t i = 0; i < n; ++i) {
+    auto byte = i < binary.size() ? static_cast<unsigned char>(binary[i]) : 0u;
+    out += i % 16 == 0 ? "\n    " : " ";
+    out += "0x";
+    out += kHex[byte >> 4];
+    out += kHex[byte & 15];
+    out += ',';
+  }
+  out += '\n';
+}
+
+void appendKernel(std::string &out, const thir::Kernel &k, size_t index) {
+  std::vector<std::string> names = launchParamNames(k);
+  HostExpr host(k, names);
+  std::array<std::string, 3> grid;
+  for (size_t i = 0; i < 3; ++i)
+    grid[i] = k.grid[i] ? host(k.grid[i]) : "::std::int64_t{1}";
+
+  out += fmt::format("/// Launches `{}`: {} threads a block, dynamic shared memory {} bytes.\n",
+                     k.name, k.threads, k.dynamicSharedBytes);
+  for (size_t i = 0; i < 3; ++i)
+    if (k.grid[i])
+      out += fmt::format("/// grid.{} = {}\n", "xyz"[i], thir::printExpr(k.grid[i], k));
+  for (size_t i = 0; i < k.params.size(); ++i)
+    out += fmt::format("/// {}: {}\n", names[i], paramComment(k.params[i]));
+  out += fmt::format("inline ::CUresult {}(::CUstream stream", functionName(k));
+  for (size_t i = 0; i < k.params.size(); ++i)
+    out += fmt::format(", {} {}", cxxParamType(k.params[i]), names[i]);
+  out += ") {\n";
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    const thir::Param &p = k.params[i];
+    if (p.kind == thir::ParamKind::Tensor)
+      out += fmt::format("  if (::CUresult tilec_r = ::tilec::rt::checkTensor({}, {}); tilec_r != "
+                         "::CUDA_SUCCESS)\n    return tilec_r;\n",
+                         names[i], std::max(p.alignBytes, 1));
+    else if (p.kind == thir::ParamKind::Dim)
+      out += fmt::format("  if (::CUresult tilec_r = ::tilec::rt::checkDim({}); tilec_r != "
+                         "::CUDA_SUCCESS)\n    return tilec_r;\n",
+                         names[i]);
+  }
+  for (size_t i = 0; i < 3; ++i)
+    out += fmt::format("  const ::std::int64_t tilec_grid_{} = {};\n", "xyz"[i], grid[i]);
+  if (k.params.empty()) {
+    out += "  void **tilec_args = nullptr;\n";
+  } else {
+    out += "  void *tilec_args[] = {";
+    for (size_t i = 0; i < names.size(); ++i)
+      out += fmt::format("{}&{}", i ? ", " : "", names[i]);
+    out += "};\n";
+  }
+  out += fmt::format("  return ::tilec::rt::launch(tilec_detail::state(), tilec_detail::kImage,\n"
+                     "                            tilec_detail::kKernels, {}, tilec_grid_x, "
+                     "tilec_grid_y, tilec_grid_z,\n"
+                     "                            {}u, stream, tilec_args);\n}}\n\n",
+                     index, k.threads);
+}
+
+} // namespace
+
+std::string defaultNamespace(std::string_view stem) {
+  std::string id;
+  for (char c : stem)
+    id += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  if (id.empty() || std::isdigit(static_cast<unsigned char>(id[0])))
+    id.insert(id.begin(), '_');
+  if (isKeyword(id))
+    id += '_';
+  return "tile::" + id;
+}
+
+bool isValidNamespace(std::string_view ns) {
+  if (ns.empty())
+    return false;
+  while (true) {
+    size_t sep = ns.find("::");
+    std::string_view part = ns.substr(0, sep);
+    if (!isIdentifier(part) || isKeyword(part) || part == "tilec")
+      return false;
+    if (sep == std::string_view::npos)
+      return true;
+    ns = ns.substr(sep + 2);
+  }
+}
+
+std::string generateHeader(const thir::Module &m, std::string_view binary, BinaryKind kind,
+                           const HeaderOptions &opts) {
+  if (!isValidNamespace(opts.ns))
+    bug(fmt::format("invalid namespace '{}'", opts.ns));
+  std::string_view runtime = runtimeHeaderText();
+  if (runtime.find("#ifndef TILEC_RUNTIME_H") == std::string_view::npos)
+    bug("the embedded runtime.h lost its TILEC_RUNTIME_H guard");
+
+  std::string out;
+  out += fmt::format("// Generated by tilec from {}. Do not edit.\n",
+                     opts.sourceName.empty() ? m.name : opts.sourceName);
+  out += "// Needs only the CUDA Driver API: call cuInit() and make a context current, then call\n"
+         "// the launch functions (they load the module on first use; see runtime below).\n"
+         "// Argument errors (null or misaligned tensor, dimension <= 0, grid beyond the limits)\n"
+         "// return CUDA_ERROR_INVALID_VALUE before any driver call.\n"
+         "#pragma once\n\n#include <cuda.h>\n\n#include <array>\n#include <cstddef>\n"
+         "#include <cstdint>\n\n";
+  out += runtime;
+  if (!runtime.empty() && runtime.back() != '\n')
+    out += '\n';
+
+  size_t n = m.kernels.size();
+  out += fmt::format("\nnamespace {} {{\n\nnamespace tilec_detail {{\n\n", opts.ns);
+  out += fmt::format("// {}, {} bytes.\nalignas(64) inline constexpr unsigned char kImage[] = {{",
+                     kind == BinaryKind::Cubin ? "cubin" : "PTX text, NUL-terminated",
+                     binary.size() + (kind == BinaryKind::Ptx ? 1 : 0));
+  appendImage(out, binary, kind);
+  out += "};\n\n";
+  out += fmt::format("inline constexpr ::std::array<::tilec::rt::KernelSpec, {}> kKernels = {{{{\n",
+                     n);
+  for (const thir::Kernel &k : m.kernels) {
+    if (k.dynamicSharedBytes < 0)
+      bug("negative dynamic shared memory size");
+    out +=
+        fmt::format("    ::tilec::rt::KernelSpec{{\"{}\", {}u}},\n", k.name, k.dynamicSharedBytes);
+  }
+  out += "}};\n\n";
+  out += fmt::format("inline ::tilec::rt::ModuleState<{0}> &state() {{\n"
+                     "  static ::tilec::rt::ModuleState<{0}> s;\n  return s;\n}}\n\n",
+                     n);
+  out += "} // namespace tilec_detail\n\n";
+  out += "/// Loads the module into the current context; launches do it lazily when needed.\n"
+         "inline ::CUresult load() {\n"
+         "  return ::tilec::rt::load(tilec_detail::state(), tilec_detail::kImage,\n"
+         "                           tilec_detail::kKernels);\n}\n\n"
+         "/// Unloads the module; a later launch loads it again. Must not race with launches.\n"
+         "inline void unload() { ::tilec::rt::unload(tilec_detail::state()); }\n\n";
+  for (size_t i = 0; i < n; ++i)
+    appendKernel(out, m.kernels[i], i);
+  out += fmt::format("}} // namespace {}\n", opts.ns);
+  return out;
+}
+
+} // namespace tilec::driver

@@ -1,0 +1,38 @@
+// Generates the self-contained C++17 launch header for a compiled module (the contract is
+// "The generated header" in docs/tile-language.md).
+#pragma once
+
+#include "threadir/ThreadIR.h"
+
+#include <string>
+#include <string_view>
+
+namespace tilec::driver {
+
+enum class BinaryKind { Cubin, Ptx };
+
+struct HeaderOptions {
+  /// C++ namespace of the header, possibly nested ("tile::gemm"); see defaultNamespace().
+  std::string ns;
+  /// Shown in the banner comment (the .tile file name); keep it free of absolute paths so that
+  /// outputs do not depend on where the compiler ran.
+  std::string sourceName;
+};
+
+/// `tile::<stem>`, the stem made a C++ identifier (other characters become '_', a leading digit
+/// or a keyword gets a '_').
+std::string defaultNamespace(std::string_view stem);
+
+/// Whether `ns` is a valid (possibly nested, `a::b`) C++ namespace name for --namespace.
+bool isValidNamespace(std::string_view ns);
+
+/// The header text. `binary` is the cubin, or the PTX text (a NUL is appended when embedding).
+/// Kernel::grid entries must be host-evaluable integer expressions (see ThreadIR.h); anything
+/// else, and an invalid namespace, is a compiler bug and throws std::logic_error.
+std::string generateHeader(const thir::Module &m, std::string_view binary, BinaryKind kind,
+                           const HeaderOptions &opts);
+
+/// runtime/include/tilec/runtime.h as embedded at build time.
+std::string_view runtimeHeaderText();
+
+} // namespace tilec::driver

@@ -1,0 +1,670 @@
+// Expressions: names, builtins, arithmetic typing, macro expansion in expression position.
+#include "sema/SemaImpl.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace tilec::sema {
+
+namespace {
+
+const std::set<std::string> &builtinNames() {
+  static const std::set<std::string> names = {
+      // kernel structure and loops
+      "Kernel", "Parallel", "Pipelined", "serial", "range", "unroll", "Tensor", "Buffer",
+      // allocation
+      "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var",
+      // tile operations
+      "copy", "clear", "fill", "gemm", "reduce_max", "reduce_sum", "reduce_min", "reduce_absmax",
+      "reduce_abssum", "cumsum", "atomic_add", "use_swizzle", "annotate_layout",
+      "make_swizzled_layout", "print",
+      // scalar functions
+      "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "erf",
+      "sigmoid", "floor", "ceil", "pow", "cast", "ceildiv", "infinity", "if_then_else",
+      // namespaces
+      "T", "GemmWarpPolicy"};
+  return names;
+}
+
+std::optional<tile::UnOp> unaryBuiltin(const std::string &n) {
+  using tile::UnOp;
+  static const std::map<std::string, UnOp> ops = {
+      {"abs", UnOp::Abs},     {"exp", UnOp::Exp},         {"exp2", UnOp::Exp2},
+      {"log", UnOp::Log},     {"log2", UnOp::Log2},       {"sqrt", UnOp::Sqrt},
+      {"rsqrt", UnOp::Rsqrt}, {"tanh", UnOp::Tanh},       {"erf", UnOp::Erf},
+      {"sigmoid", UnOp::Sigmoid}, {"floor", UnOp::Floor}, {"ceil", UnOp::Ceil}};
+  auto it = ops.find(n);
+  if (it == ops.end())
+    return std::nullopt;
+  return it->second;
+}
+
+bool isTileOp(const std::string &n) {
+  static const std::set<std::string> ops = {
+      "copy",       "clear",         "fill",          "gemm",        "reduce_max",
+      "reduce_sum", "reduce_min",    "reduce_absmax", "reduce_abssum", "cumsum",
+      "atomic_add", "use_swizzle",   "annotate_layout", "print"};
+  return ops.count(n) != 0;
+}
+
+std::string describe(const Value &v) {
+  return std::visit(
+      [](const auto &x) -> std::string {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, ExprVal>)
+          return "a scalar";
+        else if constexpr (std::is_same_v<T, DTypeVal>)
+          return "a dtype";
+        else if constexpr (std::is_same_v<T, StrVal>)
+          return "a string";
+        else if constexpr (std::is_same_v<T, PolicyVal>)
+          return "a GemmWarpPolicy";
+        else if constexpr (std::is_same_v<T, BufferVal>)
+          return fmt::format("the {} buffer '{}'", tile::scopeName(x.buffer->scope),
+                             x.buffer->name);
+        else if constexpr (std::is_same_v<T, MacroVal>)
+          return fmt::format("the macro '{}'", x.def->name);
+        else if constexpr (std::is_same_v<T, ModuleVal>)
+          return "a module";
+        else if constexpr (std::is_same_v<T, BuiltinVal>)
+          return fmt::format("the builtin '{}'", x.name);
+        else if constexpr (std::is_same_v<T, std::shared_ptr<TupleVal>>)
+          return "a tuple";
+        else
+          return "a dict";
+      },
+      v);
+}
+
+} // namespace
+
+std::optional<Value> Sema::lookup(const std::string &name, LocalScope &scope, SourceLoc loc) {
+  for (LocalScope *s = &scope; s; s = s->parent)
+    if (auto it = s->names.find(name); it != s->names.end())
+      return it->second;
+  if (scope.module)
+    if (auto it = scope.module->names.find(name); it != scope.module->names.end())
+      return it->second;
+  if (auto dt = parseDType(name))
+    return DTypeVal{*dt};
+  if (builtinNames().count(name))
+    return BuiltinVal{name};
+  diags_.error(loc, fmt::format("use of undeclared name '{}'", name));
+  return std::nullopt;
+}
+
+tile::Expr Sema::toScalar(const Value &v, SourceLoc loc, const char *what) {
+  if (auto *e = std::get_if<ExprVal>(&v))
+    return e->expr;
+  if (auto *b = std::get_if<BufferVal>(&v); b && b->buffer->scope == tile::Scope::Var)
+    return tile::makeLoad(b->buffer, {}, loc);
+  diags_.error(loc, fmt::format("expected {}, but this is {}", what, describe(v)));
+  return nullptr;
+}
+
+tile::Expr Sema::evalScalar(const ast::Expr &e, LocalScope &scope, const char *what) {
+  auto v = eval(e, scope);
+  if (!v)
+    return nullptr;
+  return toScalar(*v, e.loc(), what);
+}
+
+tile::Expr Sema::evalInt(const ast::Expr &e, LocalScope &scope, const char *what) {
+  tile::Expr x = evalScalar(e, scope, what);
+  if (!x)
+    return nullptr;
+  if (isFloat(x->dtype) || x->dtype == DType::Bool) {
+    diags_.error(e.loc(), fmt::format("{} must be an integer, but this has type {}", what,
+                                      dtypeName(x->dtype)));
+    return nullptr;
+  }
+  return x;
+}
+
+std::optional<int64_t> Sema::evalConstInt(const ast::Expr &e, LocalScope &scope,
+                                          const char *what) {
+  tile::Expr x = evalInt(e, scope, what);
+  if (!x)
+    return std::nullopt;
+  auto c = tile::asConstInt(x);
+  if (!c)
+    diags_.error(e.loc(), fmt::format("{} must be a compile-time constant", what));
+  return c;
+}
+
+std::optional<DType> Sema::evalDType(const ast::Expr &e, LocalScope &scope) {
+  if (auto *s = std::get_if<ast::StringLit>(&e.node)) {
+    if (auto dt = parseDType(s->value))
+      return dt;
+    diags_.error(e.loc(), fmt::format("unknown dtype \"{}\"", s->value));
+    return std::nullopt;
+  }
+  auto v = eval(e, scope);
+  if (!v)
+    return std::nullopt;
+  if (auto *d = std::get_if<DTypeVal>(&*v))
+    return d->type;
+  if (auto *s = std::get_if<StrVal>(&*v))
+    if (auto dt = parseDType(s->value))
+      return dt;
+  diags_.error(e.loc(), fmt::format("expected a dtype, but this is {}", describe(*v)));
+  return std::nullopt;
+}
+
+tile::Expr Sema::binary(ast::BinaryOp op, tile::Expr a, tile::Expr b, SourceLoc loc) {
+  using ast::BinaryOp;
+  using tile::BinOp;
+  static const std::map<BinaryOp, BinOp> map = {
+      {BinaryOp::Add, BinOp::Add}, {BinaryOp::Sub, BinOp::Sub}, {BinaryOp::Mul, BinOp::Mul},
+      {BinaryOp::Div, BinOp::Div}, {BinaryOp::FloorDiv, BinOp::FloorDiv},
+      {BinaryOp::Mod, BinOp::Mod}, {BinaryOp::Pow, BinOp::Pow}, {BinaryOp::Eq, BinOp::Eq},
+      {BinaryOp::Ne, BinOp::Ne},   {BinaryOp::Lt, BinOp::Lt},   {BinaryOp::Le, BinOp::Le},
+      {BinaryOp::Gt, BinOp::Gt},   {BinaryOp::Ge, BinOp::Ge},   {BinaryOp::And, BinOp::And},
+      {BinaryOp::Or, BinOp::Or}};
+  BinOp bop = map.at(op);
+  bool intA = !isFloat(a->dtype), intB = !isFloat(b->dtype);
+  if (bop == BinOp::Div && intA && intB) {
+    diags_.error(loc, "'/' on two integers; write '//' for integer division or make one operand "
+                      "a float");
+    return nullptr;
+  }
+  if ((bop == BinOp::Div || bop == BinOp::FloorDiv || bop == BinOp::Mod) && intA && intB) {
+    if (tile::asConstInt(b) == 0) {
+      diags_.error(loc, "integer division by zero");
+      return nullptr;
+    }
+  }
+  bool arith = bop <= BinOp::Max;
+  if (arith && (a->dtype == DType::Bool || b->dtype == DType::Bool) && bop != BinOp::Min &&
+      bop != BinOp::Max) {
+    diags_.error(loc, fmt::format("arithmetic '{}' on a bool; cast it first",
+                                  ast::binaryOpSpelling(op)));
+    return nullptr;
+  }
+  if (bop == BinOp::Pow && intA && intB) {
+    auto eb = tile::asConstInt(b);
+    if (!eb || *eb < 0 || !tile::asConstInt(a)) {
+      // Integer powers only fold; anything else is computed in floating point.
+      a = tile::makeCast(a, DType::Float32);
+    }
+  }
+  if (tile::isImm(a) && tile::isImm(b) && intA && intB && arith) {
+    tile::Expr r = tile::makeBinary(bop, a, b, loc);
+    if (!tile::isImm(r)) {
+      diags_.error(loc, "integer overflow in constant expression");
+      return nullptr;
+    }
+    return r;
+  }
+  return tile::makeBinary(bop, std::move(a), std::move(b), loc);
+}
+
+std::optional<Value> Sema::eval(const ast::Expr &e, LocalScope &scope) {
+  SourceLoc loc = e.loc();
+  return std::visit(
+      [&](const auto &n) -> std::optional<Value> {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, ast::IntLit>) {
+          DType t = (n.value >= std::numeric_limits<int32_t>::min() &&
+                     n.value <= std::numeric_limits<int32_t>::max())
+                        ? DType::Int32
+                        : DType::Int64;
+          return ExprVal{tile::intImm(n.value, t, loc)};
+        } else if constexpr (std::is_same_v<T, ast::FloatLit>) {
+          return ExprVal{tile::floatImm(n.value, DType::Float32, loc)};
+        } else if constexpr (std::is_same_v<T, ast::BoolLit>) {
+          return ExprVal{tile::intImm(n.value, DType::Bool, loc)};
+        } else if constexpr (std::is_same_v<T, ast::StringLit>) {
+          return StrVal{n.value};
+        } else if constexpr (std::is_same_v<T, ast::Name>) {
+          return lookup(n.id, scope, loc);
+        } else if constexpr (std::is_same_v<T, ast::Attribute>) {
+          return evalAttribute(e, n, scope);
+        } else if constexpr (std::is_same_v<T, ast::Slice>) {
+          diags_.error(loc, "a slice is only allowed inside a subscript");
+          return std::nullopt;
+        } else if constexpr (std::is_same_v<T, ast::Subscript>) {
+          return evalSubscript(e, n, scope);
+        } else if constexpr (std::is_same_v<T, ast::Call>) {
+          return evalCall(e, n, scope);
+        } else if constexpr (std::is_same_v<T, ast::Unary>) {
+          tile::Expr a = evalScalar(*n.operand, scope, "a scalar operand");
+          if (!a)
+            return std::nullopt;
+          switch (n.op) {
+          case ast::UnaryOp::Pos:
+            return ExprVal{a};
+          case ast::UnaryOp::Neg:
+            if (a->dtype == DType::Bool) {
+              diags_.error(loc, "unary '-' on a bool");
+              return std::nullopt;
+            }
+            if (auto c = tile::asConstInt(a); c && *c == std::numeric_limits<int64_t>::min()) {
+              diags_.error(loc, "integer overflow in constant expression");
+              return std::nullopt;
+            }
+            return ExprVal{tile::makeUnary(tile::UnOp::Neg, a, loc)};
+          case ast::UnaryOp::Not:
+            return ExprVal{tile::makeUnary(tile::UnOp::Not, a, loc)};
+          }
+          return std::nullopt;
+        } else if constexpr (std::is_same_v<T, ast::Binary>) {
+          tile::Expr a = evalScalar(*n.lhs, scope, "a scalar operand");
+          if (!a)
+            return std::nullopt;
+          // Constant short-circuit, so that `causal and ...` with causal=False skips the rest.
+          if (n.op == ast::BinaryOp::And || n.op == ast::BinaryOp::Or) {
+            if (auto c = tile::asConstInt(tile::makeCast(a, DType::Bool))) {
+              bool isAnd = n.op == ast::BinaryOp::And;
+              if ((isAnd && !*c) || (!isAnd && *c))
+                return ExprVal{tile::intImm(*c != 0, DType::Bool, loc)};
+            }
+          }
+          tile::Expr b = evalScalar(*n.rhs, scope, "a scalar operand");
+          if (!b)
+            return std::nullopt;
+          tile::Expr r = binary(n.op, a, b, loc);
+          if (!r)
+            return std::nullopt;
+          return ExprVal{r};
+        } else if constexpr (std::is_same_v<T, ast::Conditional>) {
+          tile::Expr c = evalScalar(*n.cond, scope, "a condition");
+          if (!c)
+            return std::nullopt;
+          if (auto cc = tile::asConstInt(tile::makeCast(c, DType::Bool)))
+            return eval(*cc ? *n.then : *n.otherwise, scope);
+          tile::Expr a = evalScalar(*n.then, scope, "a scalar");
+          tile::Expr b = evalScalar(*n.otherwise, scope, "a scalar");
+          if (!a || !b)
+            return std::nullopt;
+          return ExprVal{tile::makeSelect(c, a, b, loc)};
+        } else if constexpr (std::is_same_v<T, ast::Tuple> || std::is_same_v<T, ast::List>) {
+          auto t = std::make_shared<TupleVal>();
+          for (const ast::ExprPtr &x : n.elts) {
+            auto v = eval(*x, scope);
+            if (!v)
+              return std::nullopt;
+            t->elts.push_back(std::move(*v));
+          }
+          return t;
+        } else if constexpr (std::is_same_v<T, ast::Dict>) {
+          auto d = std::make_shared<DictVal>();
+          for (const ast::DictEntry &entry : n.entries) {
+            auto k = eval(*entry.key, scope);
+            auto v = eval(*entry.value, scope);
+            if (!k || !v)
+              return std::nullopt;
+            d->entries.emplace_back(std::move(*k), std::move(*v));
+          }
+          return d;
+        }
+      },
+      e.node);
+}
+
+std::optional<Value> Sema::evalAttribute(const ast::Expr &e, const ast::Attribute &a,
+                                         LocalScope &scope) {
+  auto base = eval(*a.base, scope);
+  if (!base)
+    return std::nullopt;
+  if (auto *b = std::get_if<BuiltinVal>(&*base)) {
+    if (b->name == "T") {
+      if (auto dt = parseDType(a.attr))
+        return DTypeVal{*dt};
+      if (builtinNames().count(a.attr) && a.attr != "T")
+        return BuiltinVal{a.attr};
+      if (a.attr == "macro" || a.attr == "prim_func")
+        return BuiltinVal{a.attr};
+      diags_.error(a.attrLoc, fmt::format("unknown builtin 'T.{}'", a.attr));
+      return std::nullopt;
+    }
+    if (b->name == "GemmWarpPolicy") {
+      if (a.attr == "Square")
+        return PolicyVal{tile::GemmPolicy::Square};
+      if (a.attr == "FullRow")
+        return PolicyVal{tile::GemmPolicy::FullRow};
+      if (a.attr == "FullCol")
+        return PolicyVal{tile::GemmPolicy::FullCol};
+      diags_.error(a.attrLoc, fmt::format("unknown GemmWarpPolicy '{}'; expected Square, FullRow "
+                                          "or FullCol",
+                                          a.attr));
+      return std::nullopt;
+    }
+  }
+  if (auto *m = std::get_if<ModuleVal>(&*base)) {
+    if (auto it = m->scope->names.find(a.attr); it != m->scope->names.end())
+      return it->second;
+    diags_.error(a.attrLoc, fmt::format("module '{}' has no name '{}'", m->scope->name, a.attr));
+    return std::nullopt;
+  }
+  if (auto *b = std::get_if<BufferVal>(&*base)) {
+    if (a.attr == "dtype")
+      return DTypeVal{b->buffer->dtype};
+    if (a.attr == "shape") {
+      auto t = std::make_shared<TupleVal>();
+      for (const tile::Expr &d : b->buffer->shape)
+        t->elts.push_back(ExprVal{d});
+      return t;
+    }
+  }
+  diags_.error(a.attrLoc, fmt::format("{} has no attribute '{}'", describe(*base), a.attr));
+  return std::nullopt;
+}
+
+std::optional<Value> Sema::evalSubscript(const ast::Expr &e, const ast::Subscript &s,
+                                         LocalScope &scope) {
+  auto base = eval(*s.base, scope);
+  if (!base)
+    return std::nullopt;
+  for (const ast::ExprPtr &i : s.indices)
+    if (std::holds_alternative<ast::Slice>(i->node)) {
+      diags_.error(i->loc(), "a region (slice) can only be an operand of a tile operation such "
+                             "as copy; index a single element here");
+      return std::nullopt;
+    }
+  if (auto *t = std::get_if<std::shared_ptr<TupleVal>>(&*base)) {
+    if (s.indices.size() != 1) {
+      diags_.error(e.loc(), "a tuple takes one index");
+      return std::nullopt;
+    }
+    auto i = evalConstInt(*s.indices[0], scope, "a tuple index");
+    if (!i)
+      return std::nullopt;
+    int64_t n = static_cast<int64_t>((*t)->elts.size());
+    int64_t idx = *i < 0 ? *i + n : *i;
+    if (idx < 0 || idx >= n) {
+      diags_.error(s.indices[0]->loc(),
+                   fmt::format("index {} is out of range for a tuple of {} elements", *i, n));
+      return std::nullopt;
+    }
+    return (*t)->elts[idx];
+  }
+  auto *b = std::get_if<BufferVal>(&*base);
+  if (!b) {
+    diags_.error(s.base->loc(), fmt::format("{} cannot be indexed", describe(*base)));
+    return std::nullopt;
+  }
+  const tile::BufferPtr &buf = b->buffer;
+  if (buf->scope == tile::Scope::Var) {
+    diags_.error(e.loc(), fmt::format("'{}' is an alloc_var scalar; use it without an index",
+                                      buf->name));
+    return std::nullopt;
+  }
+  if (s.indices.size() != buf->shape.size()) {
+    diags_.error(e.loc(), fmt::format("'{}' has {} dimension(s) but {} index(es) were given",
+                                      buf->name, buf->shape.size(), s.indices.size()));
+    return std::nullopt;
+  }
+  std::vector<tile::Expr> idx;
+  for (const ast::ExprPtr &i : s.indices) {
+    tile::Expr x = evalInt(*i, scope, "an index");
+    if (!x)
+      return std::nullopt;
+    idx.push_back(x);
+  }
+  // Constant indices into on-chip buffers are checked now; global accesses are masked instead.
+  if (buf->scope != tile::Scope::Global)
+    for (size_t d = 0; d < idx.size(); ++d) {
+      auto c = tile::asConstInt(idx[d]);
+      auto n = tile::asConstInt(buf->shape[d]);
+      if (c && n && (*c < 0 || *c >= *n)) {
+        diags_.error(s.indices[d]->loc(),
+                     fmt::format("index {} is out of bounds for dimension {} of '{}' (size {})",
+                                 *c, d, buf->name, *n));
+        return std::nullopt;
+      }
+    }
+  return ExprVal{tile::makeLoad(buf, std::move(idx), e.loc())};
+}
+
+std::optional<Value> Sema::evalCall(const ast::Expr &e, const ast::Call &c, LocalScope &scope) {
+  auto callee = eval(*c.callee, scope);
+  if (!callee)
+    return std::nullopt;
+  if (auto *b = std::get_if<BuiltinVal>(&*callee))
+    return evalBuiltinCall(b->name, e, c, scope);
+  if (auto *m = std::get_if<MacroVal>(&*callee))
+    return expandMacro(*m, e, c, scope, false);
+  if (auto *d = std::get_if<DTypeVal>(&*callee)) {
+    if (c.args.size() != 1 || !c.kwargs.empty()) {
+      diags_.error(e.loc(), fmt::format("{}(x) takes exactly one argument", dtypeName(d->type)));
+      return std::nullopt;
+    }
+    tile::Expr x = evalScalar(*c.args[0], scope, "a scalar");
+    if (!x)
+      return std::nullopt;
+    return ExprVal{tile::makeCast(x, d->type, e.loc())};
+  }
+  diags_.error(c.callee->loc(), fmt::format("{} is not callable", describe(*callee)));
+  return std::nullopt;
+}
+
+std::optional<Value> Sema::evalBuiltinCall(const std::string &name, const ast::Expr &e,
+                                           const ast::Call &c, LocalScope &scope) {
+  SourceLoc loc = e.loc();
+  auto noKwargs = [&]() {
+    if (c.kwargs.empty())
+      return true;
+    diags_.error(c.kwargs.front().loc, fmt::format("'{}' takes no keyword arguments", name));
+    return false;
+  };
+  auto argCount = [&](size_t lo, size_t hi) {
+    if (c.args.size() >= lo && c.args.size() <= hi)
+      return true;
+    if (lo == hi)
+      diags_.error(loc, fmt::format("'{}' takes {} argument(s), {} given", name, lo,
+                                    c.args.size()));
+    else
+      diags_.error(loc, fmt::format("'{}' takes {} to {} arguments, {} given", name, lo, hi,
+                                    c.args.size()));
+    return false;
+  };
+  if (auto op = unaryBuiltin(name)) {
+    if (!noKwargs() || !argCount(1, 1))
+      return std::nullopt;
+    tile::Expr a = evalScalar(*c.args[0], scope, "a scalar");
+    if (!a)
+      return std::nullopt;
+    if (a->dtype == DType::Bool) {
+      diags_.error(c.args[0]->loc(), fmt::format("'{}' of a bool", name));
+      return std::nullopt;
+    }
+    return ExprVal{tile::makeUnary(*op, a, loc)};
+  }
+  if (name == "max" || name == "min") {
+    if (!noKwargs())
+      return std::nullopt;
+    if (c.args.size() < 2) {
+      diags_.error(loc, fmt::format("'{}' takes at least 2 arguments", name));
+      return std::nullopt;
+    }
+    tile::Expr acc = evalScalar(*c.args[0], scope, "a scalar");
+    for (size_t i = 1; i < c.args.size() && acc; ++i) {
+      tile::Expr x = evalScalar(*c.args[i], scope, "a scalar");
+      if (!x)
+        return std::nullopt;
+      acc = tile::makeBinary(name == "max" ? tile::BinOp::Max : tile::BinOp::Min, acc, x, loc);
+    }
+    if (!acc)
+      return std::nullopt;
+    return ExprVal{acc};
+  }
+  if (name == "pow") {
+    if (!noKwargs() || !argCount(2, 2))
+      return std::nullopt;
+    tile::Expr a = evalScalar(*c.args[0], scope, "a scalar");
+    tile::Expr b = evalScalar(*c.args[1], scope, "a scalar");
+    if (!a || !b)
+      return std::nullopt;
+    tile::Expr r = binary(ast::BinaryOp::Pow, a, b, loc);
+    return r ? std::optional<Value>(ExprVal{r}) : std::nullopt;
+  }
+  if (name == "ceildiv") {
+    if (!noKwargs() || !argCount(2, 2))
+      return std::nullopt;
+    tile::Expr a = evalInt(*c.args[0], scope, "the dividend of ceildiv");
+    tile::Expr b = evalInt(*c.args[1], scope, "the divisor of ceildiv");
+    if (!a || !b)
+      return std::nullopt;
+    auto cb = tile::asConstInt(b);
+    if (cb && *cb <= 0) {
+      diags_.error(c.args[1]->loc(),
+                   fmt::format("ceildiv divisor must be positive, got {}", *cb));
+      return std::nullopt;
+    }
+    tile::Expr num = binary(ast::BinaryOp::Sub, binary(ast::BinaryOp::Add, a, b, loc),
+                            tile::intImm(1, DType::Int32, loc), loc);
+    if (!num)
+      return std::nullopt;
+    tile::Expr r = binary(ast::BinaryOp::FloorDiv, num, b, loc);
+    return r ? std::optional<Value>(ExprVal{r}) : std::nullopt;
+  }
+  if (name == "cast") {
+    if (!noKwargs() || !argCount(2, 2))
+      return std::nullopt;
+    tile::Expr a = evalScalar(*c.args[0], scope, "a scalar");
+    auto dt = evalDType(*c.args[1], scope);
+    if (!a || !dt)
+      return std::nullopt;
+    return ExprVal{tile::makeCast(a, *dt, loc)};
+  }
+  if (name == "infinity") {
+    if (!noKwargs() || !argCount(1, 1))
+      return std::nullopt;
+    auto dt = evalDType(*c.args[0], scope);
+    if (!dt)
+      return std::nullopt;
+    if (!isFloat(*dt)) {
+      diags_.error(c.args[0]->loc(),
+                   fmt::format("infinity({}) needs a floating-point dtype", dtypeName(*dt)));
+      return std::nullopt;
+    }
+    return ExprVal{tile::floatImm(std::numeric_limits<double>::infinity(), *dt, loc)};
+  }
+  if (name == "if_then_else") {
+    if (!noKwargs() || !argCount(3, 3))
+      return std::nullopt;
+    tile::Expr cnd = evalScalar(*c.args[0], scope, "a condition");
+    if (!cnd)
+      return std::nullopt;
+    if (auto cc = tile::asConstInt(tile::makeCast(cnd, DType::Bool)))
+      return eval(*cc ? *c.args[1] : *c.args[2], scope);
+    tile::Expr a = evalScalar(*c.args[1], scope, "a scalar");
+    tile::Expr b = evalScalar(*c.args[2], scope, "a scalar");
+    if (!a || !b)
+      return std::nullopt;
+    return ExprVal{tile::makeSelect(cnd, a, b, loc)};
+  }
+  if (isTileOp(name)) {
+    diags_.error(loc, fmt::format("'{}' is a tile operation and has no value; call it as a "
+                                  "statement",
+                                  name));
+    return std::nullopt;
+  }
+  if (name.rfind("alloc_", 0) == 0) {
+    diags_.error(loc, fmt::format("'{}' must be assigned to a name: buf = {}(...)", name, name));
+    return std::nullopt;
+  }
+  if (name == "Parallel" || name == "Pipelined" || name == "serial" || name == "range" ||
+      name == "unroll") {
+    diags_.error(loc, fmt::format("'{}' can only be the iterator of a for loop", name));
+    return std::nullopt;
+  }
+  if (name == "Kernel") {
+    diags_.error(loc, "'Kernel' can only be used as 'with Kernel(...) as ...'");
+    return std::nullopt;
+  }
+  diags_.error(loc, fmt::format("'{}' cannot be called here", name));
+  return std::nullopt;
+}
+
+std::optional<Value> Sema::expandMacro(const MacroVal &m, const ast::Expr &e, const ast::Call &c,
+                                       LocalScope &scope, bool asStatement) {
+  const ast::FuncDef &def = *m.def;
+  if (macroDepth_ >= 32) {
+    diags_.error(e.loc(), fmt::format("macro expansion too deep (limit 32) while expanding '{}'; "
+                                      "is it recursive?",
+                                      def.name));
+    return std::nullopt;
+  }
+  LocalScope inner;
+  inner.module = m.scope;
+  inner.exprMacro = !asStatement;
+  if (c.args.size() > def.params.size()) {
+    diags_.error(e.loc(), fmt::format("macro '{}' takes {} argument(s), {} given", def.name,
+                                      def.params.size(), c.args.size()));
+    return std::nullopt;
+  }
+  for (size_t i = 0; i < c.args.size(); ++i) {
+    auto v = eval(*c.args[i], scope);
+    if (!v)
+      return std::nullopt;
+    inner.names[def.params[i].name] = std::move(*v);
+  }
+  for (const ast::KeywordArg &kw : c.kwargs) {
+    bool found = false;
+    for (const ast::Param &p : def.params)
+      found = found || p.name == kw.name;
+    if (!found) {
+      diags_.error(kw.loc, fmt::format("macro '{}' has no parameter '{}'", def.name, kw.name));
+      return std::nullopt;
+    }
+    if (inner.names.count(kw.name)) {
+      diags_.error(kw.loc, fmt::format("argument '{}' given twice", kw.name));
+      return std::nullopt;
+    }
+    auto v = eval(*kw.value, scope);
+    if (!v)
+      return std::nullopt;
+    inner.names[kw.name] = std::move(*v);
+  }
+  for (const ast::Param &p : def.params)
+    if (!inner.names.count(p.name)) {
+      diags_.error(e.loc(), fmt::format("macro '{}' is missing argument '{}'", def.name, p.name));
+      return std::nullopt;
+    }
+  ++macroDepth_;
+  struct DepthGuard {
+    int &d;
+    ~DepthGuard() { --d; }
+  } guard{macroDepth_};
+
+  for (const ast::StmtPtr &s : def.body) {
+    if (auto *r = std::get_if<ast::Return>(&s->node)) {
+      if (!r->value) {
+        diags_.error(s->loc(), fmt::format("macro '{}' is used as a value but returns nothing",
+                                           def.name));
+        return std::nullopt;
+      }
+      return eval(*r->value, inner);
+    }
+    if (auto *a = std::get_if<ast::Assign>(&s->node)) {
+      auto *n = std::get_if<ast::Name>(&a->target->node);
+      if (!n) {
+        diags_.error(s->loc(), "not supported yet: assignment to anything but a name in a macro "
+                               "used as a value");
+        return std::nullopt;
+      }
+      auto v = eval(*a->value, inner);
+      if (!v)
+        return std::nullopt;
+      inner.names[n->id] = std::move(*v);
+      continue;
+    }
+    if (std::holds_alternative<ast::Pass>(s->node))
+      continue;
+    diags_.error(s->loc(), fmt::format("not supported yet: statements other than assignments and "
+                                       "'return' in macro '{}' used as a value",
+                                       def.name));
+    diags_.note(e.loc(), "expanded from here");
+    return std::nullopt;
+  }
+  diags_.error(e.loc(), fmt::format("macro '{}' is used as a value but has no 'return'",
+                                    def.name));
+  return std::nullopt;
+}
+
+} // namespace tilec::sema

@@ -1,0 +1,154 @@
+// Internal to sema: the values names evaluate to, scopes, and the Sema class split over
+// SemaModule.cpp (top level, imports, kernels), SemaExpr.cpp and SemaStmt.cpp.
+#pragma once
+
+#include "sema/Sema.h"
+#include "tileir/Arith.h"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tilec::sema {
+
+struct ModuleScope;
+
+struct ExprVal {
+  tile::Expr expr;
+};
+struct DTypeVal {
+  DType type;
+};
+struct StrVal {
+  std::string value;
+};
+struct PolicyVal {
+  tile::GemmPolicy policy;
+};
+struct BufferVal {
+  tile::BufferPtr buffer;
+};
+struct MacroVal {
+  const ast::FuncDef *def;
+  const ModuleScope *scope;
+};
+struct ModuleVal {
+  const ModuleScope *scope;
+};
+/// A builtin function or namespace name: `copy`, `T`, `GemmWarpPolicy`, `Parallel`, ...
+struct BuiltinVal {
+  std::string name;
+};
+struct TupleVal;
+struct DictVal;
+using Value = std::variant<ExprVal, DTypeVal, StrVal, PolicyVal, BufferVal, MacroVal, ModuleVal,
+                           BuiltinVal, std::shared_ptr<TupleVal>, std::shared_ptr<DictVal>>;
+struct TupleVal {
+  std::vector<Value> elts;
+};
+struct DictVal {
+  std::vector<std::pair<Value, Value>> entries;
+};
+
+/// A call's positional and keyword arguments mapped onto named parameters.
+struct BoundArgs {
+  std::vector<const ast::Expr *> args; // by parameter position; null when absent
+  const ast::Expr *get(size_t i) const { return i < args.size() ? args[i] : nullptr; }
+};
+/// Reports unknown, duplicate, surplus and missing (the first `required`) arguments.
+std::optional<BoundArgs> bindArgs(DiagnosticEngine &diags, const std::string &fn,
+                                  const ast::Expr &e, const ast::Call &c,
+                                  const std::vector<std::string> &params, size_t required);
+std::string shapeText(const std::vector<tile::Expr> &shape);
+
+/// The names a module defines: constants (already evaluated), macros, kernels and imports.
+struct ModuleScope {
+  std::string name; // dotted module name, empty for the main file
+  std::map<std::string, Value> names;
+  std::map<std::string, SourceLoc> defLocs;
+  std::vector<const ast::FuncDef *> kernels;
+};
+
+/// A name binding inside a kernel body or macro expansion.
+struct LocalScope {
+  std::map<std::string, Value> names;
+  LocalScope *parent = nullptr;
+  const ModuleScope *module = nullptr;
+  /// Pure-expression macro bodies bind locals by substitution and may not emit statements.
+  bool exprMacro = false;
+};
+
+class Sema {
+public:
+  Sema(SourceManager &sm, DiagnosticEngine &diags, const Options &opts)
+      : sm_(sm), diags_(diags), opts_(opts) {}
+  std::optional<tile::Program> run(const ast::Module &main);
+
+private:
+  // ---- SemaModule.cpp
+  bool loadModule(const ast::Module &m, ModuleScope &scope);
+  const ModuleScope *importModule(const std::vector<std::string> &path, SourceLoc loc);
+  void defineConst(const ast::ConstDecl &c, ModuleScope &scope);
+  std::optional<Value> parseDefine(const std::string &name, const std::string &text, SourceLoc loc);
+  std::optional<tile::Kernel> analyzeKernel(const ast::FuncDef &def, const ModuleScope &scope);
+  bool analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope);
+
+  // ---- SemaExpr.cpp
+  std::optional<Value> eval(const ast::Expr &e, LocalScope &scope);
+  tile::Expr evalScalar(const ast::Expr &e, LocalScope &scope, const char *what = "a value");
+  tile::Expr evalInt(const ast::Expr &e, LocalScope &scope, const char *what);
+  std::optional<int64_t> evalConstInt(const ast::Expr &e, LocalScope &scope, const char *what);
+  std::optional<DType> evalDType(const ast::Expr &e, LocalScope &scope);
+  std::optional<Value> lookup(const std::string &name, LocalScope &scope, SourceLoc loc);
+  std::optional<Value> evalAttribute(const ast::Expr &e, const ast::Attribute &a,
+                                     LocalScope &scope);
+  std::optional<Value> evalSubscript(const ast::Expr &e, const ast::Subscript &s,
+                                     LocalScope &scope);
+  std::optional<Value> evalCall(const ast::Expr &e, const ast::Call &c, LocalScope &scope);
+  std::optional<Value> evalBuiltinCall(const std::string &name, const ast::Expr &e,
+                                       const ast::Call &c, LocalScope &scope);
+  std::optional<Value> expandMacro(const MacroVal &m, const ast::Expr &e, const ast::Call &c,
+                                   LocalScope &scope, bool asStatement);
+  tile::Expr binary(ast::BinaryOp op, tile::Expr a, tile::Expr b, SourceLoc loc);
+  tile::Expr toScalar(const Value &v, SourceLoc loc, const char *what);
+
+  // ---- SemaStmt.cpp
+  void analyzeBlock(const ast::Block &b, LocalScope &scope, tile::Body &out);
+  void analyzeStmt(const ast::Stmt &s, LocalScope &scope, tile::Body &out);
+  void analyzeAssign(const ast::Stmt &s, const ast::Expr &target, tile::Expr value,
+                     LocalScope &scope, tile::Body &out);
+  void analyzeFor(const ast::Stmt &s, const ast::For &f, LocalScope &scope, tile::Body &out);
+  void analyzeOpCall(const std::string &name, const ast::Expr &e, const ast::Call &c,
+                     LocalScope &scope, tile::Body &out);
+  std::optional<tile::BufferPtr> allocate(const std::string &name, SourceLoc nameLoc,
+                                          const std::string &fn, const ast::Expr &e,
+                                          const ast::Call &c, LocalScope &scope);
+  /// A tile operand: a buffer, `buf[corner...]` (extent from the other operand) or a sliced region.
+  std::optional<tile::Region> evalRegion(const ast::Expr &e, LocalScope &scope, bool &corner);
+  bool completeRegions(tile::Region &a, bool cornerA, tile::Region &b, bool cornerB,
+                       SourceLoc loc);
+  bool checkSameShape(const tile::Region &a, const tile::Region &b, SourceLoc loc,
+                      const char *op);
+  tile::VarPtr newVar(std::string name, DType t, tile::VarKind kind, SourceLoc loc, int index = 0);
+  tile::BufferPtr findBufferAssignedVar(const std::string &name, LocalScope &scope);
+
+  SourceManager &sm_;
+  DiagnosticEngine &diags_;
+  const Options &opts_;
+  std::vector<std::unique_ptr<ModuleScope>> modules_;
+  std::vector<std::unique_ptr<ast::Module>> importedAsts_;
+  std::map<std::string, const ModuleScope *> moduleByName_;
+  std::vector<std::string> importStack_;
+  std::map<std::string, bool> usedDefines_;
+
+  // Per-kernel state.
+  tile::Kernel *kernel_ = nullptr;
+  int nextVarId_ = 0;
+  int nextBufferId_ = 0;
+  int macroDepth_ = 0;
+  int loopDepth_ = 0;
+};
+
+} // namespace tilec::sema

@@ -1,0 +1,66 @@
+#include "support/DType.h"
+
+#include <array>
+#include <utility>
+
+namespace tilec {
+
+namespace {
+struct DTypeInfo {
+  DType type;
+  std::string_view name;
+  std::string_view shortName;
+  std::string_view cxx;
+  int bits;
+};
+constexpr std::array<DTypeInfo, 13> kInfo = {{
+    {DType::Bool, "bool", "", "bool", 8},
+    {DType::Int8, "int8", "i8", "int8_t", 8},
+    {DType::UInt8, "uint8", "u8", "uint8_t", 8},
+    {DType::Int16, "int16", "i16", "int16_t", 16},
+    {DType::Int32, "int32", "i32", "int32_t", 32},
+    {DType::UInt32, "uint32", "u32", "uint32_t", 32},
+    {DType::Int64, "int64", "i64", "int64_t", 64},
+    {DType::Float8E4M3, "float8_e4m3", "", "uint8_t", 8},
+    {DType::Float8E5M2, "float8_e5m2", "", "uint8_t", 8},
+    {DType::Float16, "float16", "f16", "uint16_t", 16},
+    {DType::BFloat16, "bfloat16", "bf16", "uint16_t", 16},
+    {DType::Float32, "float32", "f32", "float", 32},
+    {DType::Float64, "float64", "f64", "double", 64},
+}};
+const DTypeInfo &info(DType t) { return kInfo[static_cast<size_t>(t)]; }
+} // namespace
+
+std::optional<DType> parseDType(std::string_view name) {
+  if (name.size() >= 2 && (name.front() == '"' || name.front() == '\'') &&
+      name.back() == name.front())
+    name = name.substr(1, name.size() - 2);
+  for (const DTypeInfo &i : kInfo)
+    if (name == i.name || (!i.shortName.empty() && name == i.shortName))
+      return i.type;
+  return std::nullopt;
+}
+
+std::string_view dtypeName(DType t) { return info(t).name; }
+std::string_view dtypeCxxName(DType t) { return info(t).cxx; }
+int dtypeBits(DType t) { return info(t).bits; }
+
+bool isFloat(DType t) {
+  switch (t) {
+  case DType::Float8E4M3:
+  case DType::Float8E5M2:
+  case DType::Float16:
+  case DType::BFloat16:
+  case DType::Float32:
+  case DType::Float64:
+    return true;
+  default:
+    return false;
+  }
+}
+bool isInteger(DType t) { return !isFloat(t) && t != DType::Bool; }
+bool isSigned(DType t) {
+  return t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64;
+}
+
+} // namespace tilec

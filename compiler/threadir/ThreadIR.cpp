@@ -1,0 +1,408 @@
+#include "threadir/ThreadIR.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace tilec::thir {
+
+namespace {
+
+// Misuse of a builder is a bug in the lowering that called it, not a user error: fail loudly.
+[[noreturn]] void misuse(std::string_view what) {
+  throw std::logic_error(fmt::format("thread IR builder misuse: {}", what));
+}
+
+Expr make(Type t, decltype(Node::op) op) {
+  return std::make_shared<const Node>(Node{t, std::move(op)});
+}
+
+void requireExpr(const Expr &e, std::string_view builder) {
+  if (!e)
+    misuse(fmt::format("{}: null operand", builder));
+}
+
+bool isMathOp(UnOp op) {
+  switch (op) {
+  case UnOp::Exp:
+  case UnOp::Exp2:
+  case UnOp::Log:
+  case UnOp::Log2:
+  case UnOp::Sqrt:
+  case UnOp::Rsqrt:
+  case UnOp::Tanh:
+  case UnOp::Erf:
+  case UnOp::Sigmoid:
+  case UnOp::Floor:
+  case UnOp::Ceil:
+    return true;
+  default:
+    return false;
+  }
+}
+
+bool isComparison(BinOp op) {
+  return op == BinOp::Eq || op == BinOp::Ne || op == BinOp::Lt || op == BinOp::Le ||
+         op == BinOp::Gt || op == BinOp::Ge;
+}
+
+bool isPowerOfTwo(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+std::string_view unOpName(UnOp op) {
+  switch (op) {
+  case UnOp::Neg:
+    return "neg";
+  case UnOp::Not:
+    return "not";
+  case UnOp::Abs:
+    return "abs";
+  case UnOp::Exp:
+    return "exp";
+  case UnOp::Exp2:
+    return "exp2";
+  case UnOp::Log:
+    return "log";
+  case UnOp::Log2:
+    return "log2";
+  case UnOp::Sqrt:
+    return "sqrt";
+  case UnOp::Rsqrt:
+    return "rsqrt";
+  case UnOp::Tanh:
+    return "tanh";
+  case UnOp::Erf:
+    return "erf";
+  case UnOp::Sigmoid:
+    return "sigmoid";
+  case UnOp::Floor:
+    return "floor";
+  case UnOp::Ceil:
+    return "ceil";
+  }
+  return "?";
+}
+
+// Infix spelling, or empty for the ops printed as calls.
+std::string_view binOpInfix(BinOp op) {
+  switch (op) {
+  case BinOp::Add:
+    return "+";
+  case BinOp::Sub:
+    return "-";
+  case BinOp::Mul:
+    return "*";
+  case BinOp::Div:
+    return "/";
+  case BinOp::FloorDiv:
+    return "//";
+  case BinOp::Mod:
+    return "%";
+  case BinOp::Eq:
+    return "==";
+  case BinOp::Ne:
+    return "!=";
+  case BinOp::Lt:
+    return "<";
+  case BinOp::Le:
+    return "<=";
+  case BinOp::Gt:
+    return ">";
+  case BinOp::Ge:
+    return ">=";
+  case BinOp::And:
+    return "and";
+  case BinOp::Or:
+    return "or";
+  default:
+    return "";
+  }
+}
+
+std::string_view binOpCall(BinOp op) {
+  switch (op) {
+  case BinOp::Pow:
+    return "pow";
+  case BinOp::Min:
+    return "min";
+  case BinOp::Max:
+    return "max";
+  default:
+    return "?";
+  }
+}
+
+std::string_view specialName(Special s) {
+  switch (s) {
+  case Special::ThreadIdxX:
+    return "threadIdx.x";
+  case Special::BlockIdxX:
+    return "blockIdx.x";
+  case Special::BlockIdxY:
+    return "blockIdx.y";
+  case Special::BlockIdxZ:
+    return "blockIdx.z";
+  case Special::GridDimX:
+    return "gridDim.x";
+  case Special::GridDimY:
+    return "gridDim.y";
+  case Special::GridDimZ:
+    return "gridDim.z";
+  }
+  return "?";
+}
+
+// Shortest text that reads back as the same double, always with a '.' or exponent so that a
+// float constant never looks like an integer.
+std::string floatText(double v) {
+  std::string s = fmt::format("{}", v);
+  if (s.find_first_of(".einn") == std::string::npos)
+    s += ".0";
+  return s;
+}
+
+class Printer {
+public:
+  explicit Printer(std::string &out) : out_(out) {}
+
+  std::string expr(const Expr &e, const Kernel &k) {
+    if (!e)
+      return "<null>";
+    return std::visit([&](const auto &op) { return exprOp(op, *e, k); }, e->op);
+  }
+
+  void body(const Body &b, const Kernel &k, int depth) {
+    for (const Stmt &s : b)
+      std::visit([&](const auto &op) { stmt(op, k, depth); }, s.op);
+  }
+
+  void kernel(const Kernel &k) {
+    std::string params;
+    for (const Param &p : k.params) {
+      if (!params.empty())
+        params += ", ";
+      switch (p.kind) {
+      case ParamKind::Tensor:
+        params += fmt::format("{}: tensor<{}, align {}>", p.name, dtypeName(p.dtype), p.alignBytes);
+        break;
+      case ParamKind::Scalar:
+        params += fmt::format("{}: {}", p.name, dtypeName(p.dtype));
+        break;
+      case ParamKind::Dim:
+        params += fmt::format("{}: dim", p.name);
+        break;
+      }
+    }
+    std::string grid;
+    for (size_t i = 0; i < k.grid.size(); ++i)
+      grid += fmt::format("{}{}", i ? ", " : "", k.grid[i] ? expr(k.grid[i], k) : "1");
+    out_ += fmt::format("kernel {}({}) threads={} grid=({}) dynamic_smem={} {{\n", k.name, params,
+                        k.threads, grid, k.dynamicSharedBytes);
+    body(k.body, k, 1);
+    out_ += "}\n";
+  }
+
+private:
+  void line(int depth, std::string_view text) {
+    out_.append(static_cast<size_t>(depth) * 2, ' ');
+    out_ += text;
+    out_ += '\n';
+  }
+
+  static std::string paramName(int index, const Kernel &k) {
+    if (index >= 0 && static_cast<size_t>(index) < k.params.size())
+      return k.params[index].name;
+    return fmt::format("<param {}>", index);
+  }
+
+  std::string exprOp(const ConstInt &c, const Node &n, const Kernel &) {
+    if (n.type == Type{DType::Int64, 1})
+      return fmt::format("{}", c.value);
+    return fmt::format("{}:{}", c.value, typeString(n.type));
+  }
+  std::string exprOp(const ConstFloat &c, const Node &n, const Kernel &) {
+    if (n.type == Type{DType::Float32, 1})
+      return floatText(c.value);
+    return fmt::format("{}:{}", floatText(c.value), typeString(n.type));
+  }
+  std::string exprOp(const ParamRef &p, const Node &, const Kernel &k) {
+    return paramName(p.index, k);
+  }
+  std::string exprOp(const SpecialReg &s, const Node &, const Kernel &) {
+    return std::string(specialName(s.reg));
+  }
+  std::string exprOp(const VarRef &v, const Node &, const Kernel &) {
+    return fmt::format("v{}", v.id);
+  }
+  std::string exprOp(const Unary &u, const Node &, const Kernel &k) {
+    return fmt::format("{}({})", unOpName(u.op), expr(u.a, k));
+  }
+  std::string exprOp(const Binary &b, const Node &, const Kernel &k) {
+    std::string_view infix = binOpInfix(b.op);
+    if (!infix.empty())
+      return fmt::format("({} {} {})", expr(b.a, k), infix, expr(b.b, k));
+    return fmt::format("{}({}, {})", binOpCall(b.op), expr(b.a, k), expr(b.b, k));
+  }
+  std::string exprOp(const Select &s, const Node &, const Kernel &k) {
+    return fmt::format("select({}, {}, {})", expr(s.cond, k), expr(s.a, k), expr(s.b, k));
+  }
+  std::string exprOp(const Cast &c, const Node &n, const Kernel &k) {
+    return fmt::format("cast<{}>({})", typeString(n.type), expr(c.a, k));
+  }
+  std::string exprOp(const Broadcast &b, const Node &n, const Kernel &k) {
+    return fmt::format("broadcast<{}>({})", typeString(n.type), expr(b.a, k));
+  }
+  std::string exprOp(const GlobalLoad &l, const Node &n, const Kernel &k) {
+    return fmt::format("load<{}>({}[{}], align {})", typeString(n.type), paramName(l.param, k),
+                       expr(l.index, k), l.alignBytes);
+  }
+
+  void stmt(const DeclVar &d, const Kernel &k, int depth) {
+    line(depth, fmt::format("var v{}: {} = {}", d.id, typeString(d.type), expr(d.init, k)));
+  }
+  void stmt(const AssignVar &a, const Kernel &k, int depth) {
+    line(depth, fmt::format("v{} = {}", a.id, expr(a.value, k)));
+  }
+  void stmt(const GlobalStore &s, const Kernel &k, int depth) {
+    line(depth, fmt::format("store {}[{}] = {}, align {}", paramName(s.param, k), expr(s.index, k),
+                            expr(s.value, k), s.alignBytes));
+  }
+  void stmt(const IfStmt &s, const Kernel &k, int depth) {
+    line(depth, fmt::format("if {}:", expr(s.cond, k)));
+    body(s.then, k, depth + 1);
+    if (!s.otherwise.empty()) {
+      line(depth, "else:");
+      body(s.otherwise, k, depth + 1);
+    }
+  }
+  void stmt(const ForStmt &s, const Kernel &k, int depth) {
+    line(depth,
+         fmt::format("for v{}: {} in range({}, {}, {}){}:", s.var, typeString(s.varType),
+                     expr(s.begin, k), expr(s.end, k), expr(s.step, k), s.unroll ? " unroll" : ""));
+    body(s.body, k, depth + 1);
+  }
+  void stmt(const Barrier &, const Kernel &, int depth) { line(depth, "barrier"); }
+
+  std::string &out_;
+};
+
+} // namespace
+
+std::string typeString(Type t) {
+  if (t.lanes == 1)
+    return std::string(dtypeName(t.elem));
+  return fmt::format("{}x{}", dtypeName(t.elem), t.lanes);
+}
+
+Expr constInt(int64_t v, DType t) {
+  if (!isInteger(t) && t != DType::Bool)
+    misuse(fmt::format("constInt of non-integer type {}", dtypeName(t)));
+  return make({t, 1}, ConstInt{v});
+}
+
+Expr constFloat(double v, DType t) {
+  if (!isFloat(t))
+    misuse(fmt::format("constFloat of non-float type {}", dtypeName(t)));
+  return make({t, 1}, ConstFloat{v});
+}
+
+Expr param(int index, DType t) {
+  if (index < 0)
+    misuse("param with negative index");
+  return make({t, 1}, ParamRef{index});
+}
+
+Expr special(Special s) { return make({DType::Int32, 1}, SpecialReg{s}); }
+
+Expr var(int id, Type t) {
+  if (id < 0 || t.lanes < 1)
+    misuse("var with negative id or lanes < 1");
+  return make(t, VarRef{id});
+}
+
+Expr unary(UnOp op, Expr a) {
+  requireExpr(a, "unary");
+  DType t = a->type.elem;
+  if (op == UnOp::Not && isFloat(t))
+    misuse("not on a float");
+  if (t == DType::Bool && op != UnOp::Not)
+    misuse(fmt::format("{} on bool", unOpName(op)));
+  if (isMathOp(op) && !isFloat(t))
+    misuse(fmt::format("{} on non-float type {}", unOpName(op), dtypeName(t)));
+  Type type = a->type;
+  return make(type, Unary{op, std::move(a)});
+}
+
+Expr binary(BinOp op, Expr a, Expr b) {
+  requireExpr(a, "binary");
+  requireExpr(b, "binary");
+  if (!(a->type == b->type))
+    misuse(fmt::format("binary operands of different types {} and {}", typeString(a->type),
+                       typeString(b->type)));
+  DType t = a->type.elem;
+  bool logical = op == BinOp::And || op == BinOp::Or;
+  if (logical && t != DType::Bool)
+    misuse("and/or on non-bool operands");
+  if (!logical && !isComparison(op) && t == DType::Bool)
+    misuse("arithmetic on bool operands");
+  Type result = isComparison(op) ? Type{DType::Bool, a->type.lanes} : a->type;
+  return make(result, Binary{op, std::move(a), std::move(b)});
+}
+
+Expr select(Expr c, Expr a, Expr b) {
+  requireExpr(c, "select");
+  requireExpr(a, "select");
+  requireExpr(b, "select");
+  if (c->type.elem != DType::Bool)
+    misuse("select condition is not bool");
+  if (!(a->type == b->type))
+    misuse("select arms of different types");
+  if (c->type.lanes != 1 && c->type.lanes != a->type.lanes)
+    misuse("select condition lanes differ from the arms'");
+  Type type = a->type;
+  return make(type, Select{std::move(c), std::move(a), std::move(b)});
+}
+
+Expr cast(Expr a, Type t) {
+  requireExpr(a, "cast");
+  if (a->type == t)
+    return a;
+  if (a->type.lanes != t.lanes)
+    misuse("cast changes the lane count (use broadcast)");
+  return make(t, Cast{std::move(a)});
+}
+
+Expr broadcast(Expr a, int lanes) {
+  requireExpr(a, "broadcast");
+  if (a->type.lanes != 1 || lanes < 1)
+    misuse("broadcast of a vector or to fewer than one lane");
+  if (lanes == 1)
+    return a;
+  Type t{a->type.elem, lanes};
+  return make(t, Broadcast{std::move(a)});
+}
+
+Expr globalLoad(int param, Expr index, Type t, int alignBytes) {
+  requireExpr(index, "globalLoad");
+  if (!(index->type == Type{DType::Int64, 1}))
+    misuse("globalLoad index is not a scalar int64");
+  if (!isPowerOfTwo(alignBytes))
+    misuse("globalLoad alignment is not a power of two");
+  if (param < 0 || t.lanes < 1)
+    misuse("globalLoad with negative param or lanes < 1");
+  return make(t, GlobalLoad{param, std::move(index), alignBytes});
+}
+
+std::string printExpr(const Expr &e, const Kernel &k) {
+  std::string unused;
+  return Printer(unused).expr(e, k);
+}
+
+std::string print(const Module &m) {
+  std::string out = fmt::format("module {}\n", m.name);
+  Printer p(out);
+  for (const Kernel &k : m.kernels)
+    p.kernel(k);
+  return out;
+}
+
+} // namespace tilec::thir

@@ -1,0 +1,176 @@
+// Thread IR: what one GPU thread executes. Explicit thread/block indices, explicit vector
+// widths, explicit predicates. Lowering produces it from tile IR; codegen turns it into LLVM IR.
+//
+// Values are immutable expression trees (shared, so lowering may reuse a subtree); mutable
+// per-thread state lives in numbered variables (`Var`), which codegen turns into allocas that
+// LLVM's mem2reg promotes to registers.
+#pragma once
+
+#include "support/DType.h"
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace tilec::thir {
+
+/// A scalar or a short vector (lanes > 1) of one element type.
+struct Type {
+  DType elem = DType::Int32;
+  int lanes = 1;
+  friend bool operator==(const Type &, const Type &) = default;
+};
+
+struct Node;
+using Expr = std::shared_ptr<const Node>;
+
+enum class Special { ThreadIdxX, BlockIdxX, BlockIdxY, BlockIdxZ, GridDimX, GridDimY, GridDimZ };
+
+enum class UnOp { Neg, Not, Abs, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Floor, Ceil };
+enum class BinOp {
+  Add, Sub, Mul, Div, // Div on integers is C division (sema only allows it where operands are >= 0)
+  FloorDiv, Mod,      // floored, as in Python
+  Pow, Min, Max,
+  Eq, Ne, Lt, Le, Gt, Ge, // result type Bool
+  And, Or,                // on Bool
+};
+
+struct ConstInt {
+  int64_t value;
+};
+struct ConstFloat {
+  double value;
+};
+/// Kernel parameter by position in Kernel::params (scalar parameters and symbolic dimensions).
+struct ParamRef {
+  int index;
+};
+struct SpecialReg {
+  Special reg;
+};
+struct VarRef {
+  int id;
+};
+struct Unary {
+  UnOp op;
+  Expr a;
+};
+struct Binary {
+  BinOp op;
+  Expr a, b;
+};
+struct Select {
+  Expr cond, a, b;
+};
+/// Conversion to Node::type (int<->float, widening, narrowing, float16/bfloat16 rounding).
+struct Cast {
+  Expr a;
+};
+/// Splats a scalar to Node::type.lanes lanes.
+struct Broadcast {
+  Expr a;
+};
+/// Reads Node::type (a vector when lanes > 1) from global tensor parameter `param` at element
+/// offset `index` (Int64). `alignBytes` is what the access may assume.
+struct GlobalLoad {
+  int param;
+  Expr index;
+  int alignBytes;
+};
+
+struct Node {
+  Type type;
+  std::variant<ConstInt, ConstFloat, ParamRef, SpecialReg, VarRef, Unary, Binary, Select, Cast,
+               Broadcast, GlobalLoad>
+      op;
+};
+
+struct Stmt;
+using Body = std::vector<Stmt>;
+
+/// Declares variable `id` of `type` with an initial value.
+struct DeclVar {
+  int id;
+  Type type;
+  Expr init;
+};
+struct AssignVar {
+  int id;
+  Expr value;
+};
+/// Writes `value` (scalar or vector) to global tensor parameter `param` at element offset `index`.
+struct GlobalStore {
+  int param;
+  Expr index;
+  Expr value;
+  int alignBytes;
+};
+struct IfStmt {
+  Expr cond;
+  Body then;
+  Body otherwise;
+};
+/// for (var = begin; var < end; var += step); var is an Int32 or Int64 variable declared here.
+struct ForStmt {
+  int var;
+  Type varType;
+  Expr begin, end, step;
+  Body body;
+  bool unroll = false;
+};
+struct Barrier {};
+
+struct Stmt {
+  std::variant<DeclVar, AssignVar, GlobalStore, IfStmt, ForStmt, Barrier> op;
+};
+
+enum class ParamKind { Tensor, Scalar, Dim };
+struct Param {
+  std::string name;
+  ParamKind kind;
+  DType dtype;          // element type of a Tensor, type of a Scalar; Int64 for a Dim
+  int alignBytes = 16;  // Tensor: alignment the kernel assumes of the pointer (launch checks it)
+};
+
+struct Kernel {
+  std::string name;      // exported symbol
+  std::vector<Param> params;
+  int threads = 128;     // block size (1-D)
+  Body body;
+  /// Launch grid as host-evaluable Int64 expressions over ParamRefs of Dim and integer Scalar
+  /// parameters and constants (ops: + - * // % / min max select, integer casts); a null entry
+  /// means 1. The generated header evaluates them before each launch.
+  std::array<Expr, 3> grid;
+  /// Dynamic shared memory per block, bytes; above 48 KB the header raises the function's limit.
+  int dynamicSharedBytes = 0;
+};
+
+struct Module {
+  std::string name;
+  std::vector<Kernel> kernels;
+};
+
+// ---- Builders: keep lowering code short and types explicit. ------------------------------
+Expr constInt(int64_t v, DType t = DType::Int64);
+Expr constFloat(double v, DType t = DType::Float32);
+Expr param(int index, DType t);
+Expr special(Special s);         // Int32
+Expr var(int id, Type t);
+Expr unary(UnOp op, Expr a);     // type of a
+Expr binary(BinOp op, Expr a, Expr b); // a and b must have equal types; comparisons give Bool
+Expr select(Expr c, Expr a, Expr b);
+Expr cast(Expr a, Type t);       // returns a when already of type t
+Expr broadcast(Expr a, int lanes);
+Expr globalLoad(int param, Expr index, Type t, int alignBytes);
+
+/// Human-readable form, one statement a line; used by `--dump-after=thread-ir` and lit tests.
+std::string print(const Module &m);
+/// `float32` or `float32x4`.
+std::string typeString(Type t);
+/// One expression in the syntax of print(); parameters are named from `k`.
+std::string printExpr(const Expr &e, const Kernel &k);
+
+} // namespace tilec::thir
