@@ -96,8 +96,10 @@ inline CUresult checkTensor(CUdeviceptr p, std::uint64_t alignBytes) {
   return CUDA_SUCCESS;
 }
 
-/// A symbolic dimension must be positive.
-inline CUresult checkDim(std::int64_t d) { return d > 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE; }
+/// A symbolic dimension must be positive and fit the 32-bit index arithmetic kernels use.
+inline CUresult checkDim(std::int64_t d) {
+  return d > 0 && d <= 2147483647 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
 
 /// The grid must be non-empty and within the hardware limits.
 inline CUresult checkGrid(std::int64_t x, std::int64_t y, std::int64_t z) {

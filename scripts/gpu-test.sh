@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# GPU tests in two halves, because the GPU machine has no LLVM and this one has no GPU.
+#
+#   scripts/gpu-test.sh build   here: compile the samples the tests need with build/bin/tilec
+#                               and build the test programs into .gpu/ (ignored by git)
+#   scripts/gpu-test.sh run     on the GPU machine, with .gpu/ carried there: run every test
+#                               program; the log goes to $OUT/gpu-results.txt when $OUT is set
+#
+# Each program checks exactness against a CPU reference on fresh random inputs with a poisoned
+# output, and times itself next to a device-to-device copy measured in the same run.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+gpu=$root/.gpu
+cuda=${CUDA_HOME:-/usr/local/cuda}
+
+case "${1:-}" in
+build)
+  tilec=$root/build/bin/tilec
+  [ -x "$tilec" ] || { echo "build tilec first (scripts/build.sh)"; exit 1; }
+  rm -rf "$gpu" && mkdir -p "$gpu/gen" "$gpu/bin"
+  for sample in vector_add; do
+    "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen" --emit cubin,ptx,header,layout
+  done
+  for src in "$root"/tests/gpu/*_gpu.cpp; do
+    name=$(basename "$src" .cpp)
+    g++ -std=c++17 -O2 -Wall -Wextra -I"$gpu/gen" -I"$root/tests/gpu" -I"$cuda/include" \
+      "$src" -o "$gpu/bin/$name" -L"$cuda/lib64/stubs" -lcuda
+  done
+  git -C "$root" rev-parse --short HEAD > "$gpu/COMMIT" 2>/dev/null || true
+  echo "built: $(ls "$gpu/bin" | tr '\n' ' ')"
+  ;;
+run)
+  log=${OUT:-$gpu}/gpu-results.txt
+  status=0
+  {
+    echo "# tilec GPU tests, $(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'nvidia-smi unavailable')"
+    echo "# commit $(cat "$gpu/COMMIT" 2>/dev/null || echo unknown)"
+    for t in "$gpu"/bin/*; do
+      echo "## $(basename "$t")"
+      "$t" || status=1
+    done
+    exit $status
+  } 2>&1 | tee "$log"
+  ;;
+*)
+  echo "usage: $0 build|run"; exit 1
+  ;;
+esac
