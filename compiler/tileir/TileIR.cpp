@@ -113,8 +113,11 @@ public:
             line(ind, fmt::format("let {}: {} = {}", op.var->name, dtypeName(op.var->dtype),
                                   print(op.value)));
           } else if constexpr (std::is_same_v<T, Store>) {
-            line(ind, fmt::format("{}[{}] = {}", op.buffer->name, printList(op.indices),
-                                  print(op.value)));
+            if (op.indices.empty())
+              line(ind, fmt::format("{} = {}", op.buffer->name, print(op.value)));
+            else
+              line(ind, fmt::format("{}[{}] = {}", op.buffer->name, printList(op.indices),
+                                    print(op.value)));
           } else if constexpr (std::is_same_v<T, Copy>) {
             line(ind, fmt::format("copy {} -> {}", printRegion(op.src), printRegion(op.dst)));
           } else if constexpr (std::is_same_v<T, Fill>) {
