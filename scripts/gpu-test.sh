@@ -15,10 +15,10 @@ cuda=${CUDA_HOME:-/usr/local/cuda}
 
 case "${1:-}" in
 build)
-  tilec=$root/build/bin/tilec
+  tilec=${TILEC:-$root/build/bin/tilec}
   [ -x "$tilec" ] || { echo "build tilec first (scripts/build.sh)"; exit 1; }
   rm -rf "$gpu" && mkdir -p "$gpu/gen" "$gpu/bin"
-  for sample in vector_add; do
+  for sample in vector_add softmax rmsnorm_silu; do
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen" --emit cubin,ptx,header,layout
   done
   for src in "$root"/tests/gpu/*_gpu.cpp; do

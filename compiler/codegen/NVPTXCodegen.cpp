@@ -324,6 +324,30 @@ private:
     b_.SetInsertPoint(endBB);
   }
 
+  void stmt(const thir::SharedStore &s) {
+    if (s.value->type.lanes != 1)
+      bug("shared store of a vector");
+    b_.CreateAlignedStore(expr(s.value), sharedAddress(s.byteOffset),
+                          llvm::Align(dtypeBytes(s.value->type.elem)));
+  }
+
+  /// The kernel's static shared scratch, created on first use.
+  Value *sharedAddress(const Expr &byteOffset) {
+    if (!(byteOffset->type == thir::Type{DType::Int32, 1}))
+      bug("shared offset is not int32");
+    if (k_.sharedScratchBytes <= 0)
+      bug("shared access in a kernel without scratch");
+    if (!scratch_) {
+      auto *ty = llvm::ArrayType::get(b_.getInt8Ty(), static_cast<uint64_t>(k_.sharedScratchBytes));
+      auto *g = new llvm::GlobalVariable(mod_, ty, false, llvm::GlobalValue::InternalLinkage,
+                                         llvm::UndefValue::get(ty), k_.name + ".scratch", nullptr,
+                                         llvm::GlobalValue::NotThreadLocal, 3);
+      g->setAlignment(llvm::Align(16));
+      scratch_ = g;
+    }
+    return b_.CreateInBoundsGEP(b_.getInt8Ty(), scratch_, expr(byteOffset));
+  }
+
   void stmt(const thir::Barrier &) {
     math::callIntrinsic(b_, llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {},
                         {b_.getInt32(0)});
@@ -364,8 +388,10 @@ private:
                                   isSigned(n.type.elem));
   }
   Value *exprOp(const thir::ConstFloat &c, const Node &n) {
-    if (!isFloat(n.type.elem) || isFloat8(n.type.elem))
-      bug("float constant of non-float (or float8) type");
+    if (isFloat8(n.type.elem))
+      unsupported(fmt::format("constants of {}", dtypeName(n.type.elem)));
+    if (!isFloat(n.type.elem))
+      bug("float constant of non-float type");
     return llvm::ConstantFP::get(valueType(n.type), c.value);
   }
   Value *exprOp(const thir::ParamRef &r, const Node &n) {
@@ -436,6 +462,31 @@ private:
     return v;
   }
 
+  Value *exprOp(const thir::ExtractLane &e, const Node &) {
+    return b_.CreateExtractElement(expr(e.vec), static_cast<uint64_t>(e.lane));
+  }
+  Value *exprOp(const thir::MakeVector &m, const Node &n) {
+    Value *out = llvm::PoisonValue::get(valueType(n.type));
+    for (size_t i = 0; i < m.elems.size(); ++i)
+      out = b_.CreateInsertElement(out, expr(m.elems[i]), static_cast<uint64_t>(i));
+    return out;
+  }
+  Value *exprOp(const thir::ShflXor &s, const Node &n) {
+    Value *v = expr(s.value);
+    bool isF32 = n.type.elem == DType::Float32;
+    if (!isF32)
+      v = b_.CreateBitCast(v, b_.getInt32Ty());
+    Value *r = math::callIntrinsic(
+        b_, isF32 ? llvm::Intrinsic::nvvm_shfl_sync_bfly_f32 : llvm::Intrinsic::nvvm_shfl_sync_bfly_i32,
+        {}, {b_.getInt32(0xffffffffu), v, b_.getInt32(static_cast<uint32_t>(s.laneMask)),
+             b_.getInt32(0x1f)});
+    return isF32 ? r : b_.CreateBitCast(r, valueType(n.type));
+  }
+  Value *exprOp(const thir::SharedLoad &l, const Node &n) {
+    return b_.CreateAlignedLoad(valueType(n.type), sharedAddress(l.byteOffset),
+                                llvm::Align(dtypeBytes(n.type.elem)));
+  }
+
   // Applies a scalar function to each lane (the nvvm math intrinsics are scalar-only).
   template <class F> Value *perLane(Value *v, F &&f) {
     auto *vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType());
@@ -471,6 +522,7 @@ private:
   llvm::IRBuilder<> b_;
   llvm::Function *fn_ = nullptr;
   std::map<int, VarSlot> vars_;
+  llvm::GlobalVariable *scratch_ = nullptr;
   std::unordered_map<const Node *, Value *> cache_;
 };
 

@@ -1,47 +1,14 @@
-#include "lower/Lower.h"
+#include "lower/LowerImpl.h"
 
-#include "analysis/ParallelLayout.h"
 #include "tileir/Arith.h"
 
 #include <fmt/format.h>
 
 #include <functional>
-#include <limits>
-#include <map>
-#include <set>
 
 namespace tilec::lower {
 
-namespace {
-
-using thir::Type;
-
-// The two IRs spell their operators in the same order; lowering maps them one to one.
-thir::UnOp mapUnOp(tile::UnOp op) { return static_cast<thir::UnOp>(static_cast<int>(op)); }
-thir::BinOp mapBinOp(tile::BinOp op) { return static_cast<thir::BinOp>(static_cast<int>(op)); }
-
-/// Conservative integer bounds of an index expression, for eliding provably true mask checks.
-struct Interval {
-  int64_t lo = std::numeric_limits<int64_t>::min() / 4;
-  int64_t hi = std::numeric_limits<int64_t>::max() / 4;
-};
-
-/// What a tile variable stands for while its body is lowered.
-struct Binding {
-  thir::Expr value;      // scalar value (loop variables, parameters, dims, block indices)
-  std::optional<Interval> range;
-};
-
-/// Lane context of a vectorized Parallel body: the innermost loop variable's lane-0 value.
-struct LaneContext {
-  int lanes = 1;
-  int innerVarId = -1;
-};
-
-struct Access {
-  tile::BufferPtr buffer;
-  std::vector<tile::Expr> indices;
-};
+namespace detail {
 
 void collectAccesses(const tile::Expr &e, std::vector<Access> &out) {
   std::visit(
@@ -66,606 +33,590 @@ void collectAccesses(const tile::Expr &e, std::vector<Access> &out) {
       e->op);
 }
 
-class KernelLowering {
-public:
-  KernelLowering(const tile::Kernel &k, DiagnosticEngine &diags) : k_(k), diags_(diags) {}
 
-  std::optional<thir::Kernel> run() {
-    out_.name = k_.name;
-    out_.threads = static_cast<int>(k_.threads);
-    for (const tile::Param &p : k_.params) {
-      if (p.kind == tile::ParamKind::Tensor) {
-        out_.params.push_back({p.tensor->name, thir::ParamKind::Tensor, p.tensor->dtype,
-                               dtypeBytes(p.tensor->dtype)});
-      } else {
-        int index = static_cast<int>(out_.params.size());
-        out_.params.push_back({p.scalar->name, thir::ParamKind::Scalar, p.scalar->dtype, 0});
-        bind(*p.scalar, thir::param(index, p.scalar->dtype));
-      }
-    }
-    for (const tile::VarPtr &d : k_.dims) {
+std::optional<thir::Kernel> KernelLowering::run() {
+  out_.name = k_.name;
+  out_.threads = static_cast<int>(k_.threads);
+  for (const tile::Param &p : k_.params) {
+    if (p.kind == tile::ParamKind::Tensor) {
+      out_.params.push_back({p.tensor->name, thir::ParamKind::Tensor, p.tensor->dtype,
+                             dtypeBytes(p.tensor->dtype)});
+    } else {
       int index = static_cast<int>(out_.params.size());
-      out_.params.push_back({d->name, thir::ParamKind::Dim, DType::Int64, 0});
-      dimParams_[d->id] = index;
-      bindings_[d->id] = {thir::cast(thir::param(index, DType::Int64), Type{DType::Int32}),
-                          Interval{1, std::numeric_limits<int32_t>::max()}};
+      out_.params.push_back({p.scalar->name, thir::ParamKind::Scalar, p.scalar->dtype, 0});
+      bind(*p.scalar, thir::param(index, p.scalar->dtype));
     }
-    for (size_t i = 0; i < k_.grid.size() && i < 3; ++i) {
-      out_.grid[i] = hostExpr(k_.grid[i]);
-      if (!out_.grid[i])
-        return std::nullopt;
-    }
-    static constexpr thir::Special blockRegs[] = {thir::Special::BlockIdxX, thir::Special::BlockIdxY,
-                                                  thir::Special::BlockIdxZ};
-    for (const tile::VarPtr &b : k_.blockIndices) {
-      Interval r{0, std::numeric_limits<int32_t>::max() - 1};
-      if (auto g = tile::asConstInt(k_.grid[b->index]))
-        r.hi = *g - 1;
-      bindings_[b->id] = {thir::special(blockRegs[b->index]), r};
-    }
-    for (const tile::BufferPtr &b : k_.buffers) {
-      if (b->scope == tile::Scope::Var) {
-        int id = nextVar_++;
-        varBuffers_[b->id] = id;
-        thir::Expr init = b->initValue ? lowerExpr(b->initValue, {})
-                                       : (isFloat(b->dtype) ? thir::constFloat(0.0, b->dtype)
-                                                            : thir::constInt(0, b->dtype));
-        if (!init)
-          return std::nullopt;
-        out_.body.push_back({thir::DeclVar{id, Type{b->dtype}, init}});
-      } else {
-        unsupported(b->loc, fmt::format("alloc_{} (buffers other than global tensors and "
-                                        "alloc_var need layout inference)",
-                                        tile::scopeName(b->scope)));
-        return std::nullopt;
-      }
-    }
-    lowerBody(k_.body, out_.body, {});
-    if (failed_)
+  }
+  for (const tile::VarPtr &d : k_.dims) {
+    int index = static_cast<int>(out_.params.size());
+    out_.params.push_back({d->name, thir::ParamKind::Dim, DType::Int64, 0});
+    dimParams_[d->id] = index;
+    bindings_[d->id] = {thir::cast(thir::param(index, DType::Int64), Type{DType::Int32}),
+                        Interval{1, std::numeric_limits<int32_t>::max()}};
+  }
+  for (size_t i = 0; i < k_.grid.size() && i < 3; ++i) {
+    out_.grid[i] = hostExpr(k_.grid[i]);
+    if (!out_.grid[i])
       return std::nullopt;
-    for (auto &[param, align] : paramAlign_)
-      out_.params[param].alignBytes = std::max(out_.params[param].alignBytes, align);
-    return std::move(out_);
   }
-
-private:
-  void unsupported(SourceLoc loc, const std::string &what) {
-    if (!failed_)
-      diags_.error(loc, fmt::format("not supported yet: {}", what));
-    failed_ = true;
+  static constexpr thir::Special blockRegs[] = {thir::Special::BlockIdxX, thir::Special::BlockIdxY,
+                                                thir::Special::BlockIdxZ};
+  for (const tile::VarPtr &b : k_.blockIndices) {
+    Interval r{0, std::numeric_limits<int32_t>::max() - 1};
+    if (auto g = tile::asConstInt(k_.grid[b->index]))
+      r.hi = *g - 1;
+    bindings_[b->id] = {thir::special(blockRegs[b->index]), r};
   }
-
-  void bind(const tile::Var &v, thir::Expr e, std::optional<Interval> r = std::nullopt) {
-    bindings_[v.id] = {std::move(e), r};
-  }
-
-  // ---- Expressions ---------------------------------------------------------------------------
-
-  /// Grid extents are evaluated by the host: dims are Int64 parameters there.
-  thir::Expr hostExpr(const tile::Expr &e) {
-    if (auto c = tile::asConstInt(e))
-      return thir::constInt(*c, DType::Int64);
-    if (auto *r = std::get_if<tile::VarRef>(&e->op)) {
-      if (auto it = dimParams_.find(r->var->id); it != dimParams_.end())
-        return thir::param(it->second, DType::Int64);
-    } else if (auto *b = std::get_if<tile::Binary>(&e->op)) {
-      thir::Expr x = hostExpr(b->a), y = hostExpr(b->b);
-      if (x && y && !isFloat(b->a->dtype))
-        return thir::binary(mapBinOp(b->op), x, y);
-    } else if (auto *c = std::get_if<tile::Cast>(&e->op)) {
-      if (!isFloat(e->dtype) && !isFloat(c->a->dtype))
-        return hostExpr(c->a);
+  for (const tile::BufferPtr &b : k_.buffers) {
+    if (b->scope == tile::Scope::Var) {
+      int id = nextVar_++;
+      varBuffers_[b->id] = id;
+      thir::Expr init = b->initValue ? lowerExpr(b->initValue, {})
+                                     : (isFloat(b->dtype) ? thir::constFloat(0.0, b->dtype)
+                                                          : thir::constInt(0, b->dtype));
+      if (!init)
+        return std::nullopt;
+      out_.body.push_back({thir::DeclVar{id, Type{b->dtype}, init}});
+    } else if (b->scope == tile::Scope::Shared) {
+      unsupported(b->loc, "alloc_shared (shared-memory layouts come with tensor-core GEMM)");
+      return std::nullopt;
     }
-    unsupported(e->loc, fmt::format("grid extent '{}' (grid extents are integer expressions of "
-                                    "constants and symbolic dimensions)",
-                                    tile::print(e)));
-    return nullptr;
   }
+  if (!declareFragments(out_.body))
+    return std::nullopt;
+  lowerBody(k_.body, out_.body, {});
+  if (failed_)
+    return std::nullopt;
+  for (auto &[param, align] : paramAlign_)
+    out_.params[param].alignBytes = std::max(out_.params[param].alignBytes, align);
+  return std::move(out_);
+}
 
-  static thir::Expr widen(thir::Expr e, int lanes) {
-    if (lanes > 1 && e->type.lanes == 1)
-      return thir::broadcast(e, lanes);
-    return e;
+void KernelLowering::unsupported(SourceLoc loc, const std::string &what) {
+  if (!failed_)
+    diags_.error(loc, fmt::format("not supported yet: {}", what));
+  failed_ = true;
+}
+
+void KernelLowering::bind(const tile::Var &v, thir::Expr e, std::optional<Interval> r) {
+  bindings_[v.id] = {std::move(e), r};
+}
+
+thir::Expr KernelLowering::hostExpr(const tile::Expr &e) {
+  if (auto c = tile::asConstInt(e))
+    return thir::constInt(*c, DType::Int64);
+  if (auto *r = std::get_if<tile::VarRef>(&e->op)) {
+    if (auto it = dimParams_.find(r->var->id); it != dimParams_.end())
+      return thir::param(it->second, DType::Int64);
+  } else if (auto *b = std::get_if<tile::Binary>(&e->op)) {
+    thir::Expr x = hostExpr(b->a), y = hostExpr(b->b);
+    if (x && y && !isFloat(b->a->dtype))
+      return thir::binary(mapBinOp(b->op), x, y);
+  } else if (auto *c = std::get_if<tile::Cast>(&e->op)) {
+    if (!isFloat(e->dtype) && !isFloat(c->a->dtype))
+      return hostExpr(c->a);
   }
+  unsupported(e->loc, fmt::format("grid extent '{}' (grid extents are integer expressions of "
+                                  "constants and symbolic dimensions)",
+                                  tile::print(e)));
+  return nullptr;
+}
 
-  Interval range(const tile::Expr &e) {
-    if (auto c = tile::asConstInt(e))
-      return {*c, *c};
-    if (auto *r = std::get_if<tile::VarRef>(&e->op)) {
-      auto it = bindings_.find(r->var->id);
-      if (it != bindings_.end() && it->second.range)
-        return *it->second.range;
-      return {};
-    }
-    if (auto *b = std::get_if<tile::Binary>(&e->op)) {
-      Interval x = range(b->a), y = range(b->b);
-      const int64_t big = std::numeric_limits<int64_t>::max() / 4;
-      auto clamp = [&](int64_t v) { return std::max(-big, std::min(big, v)); };
-      switch (b->op) {
-      case tile::BinOp::Add:
-        return {clamp(x.lo + y.lo), clamp(x.hi + y.hi)};
-      case tile::BinOp::Sub:
-        return {clamp(x.lo - y.hi), clamp(x.hi - y.lo)};
-      case tile::BinOp::Mul:
-        if (auto c = tile::asConstInt(b->b); c && *c >= 0 && *c < (1 << 30) && x.lo > -big / (1 << 30) &&
-                                              x.hi < big / (1 << 30))
-          return {x.lo * *c, x.hi * *c};
-        break;
-      default:
-        break;
-      }
-    }
+thir::Expr KernelLowering::widen(thir::Expr e, int lanes) {
+  if (lanes > 1 && e->type.lanes == 1)
+    return thir::broadcast(e, lanes);
+  return e;
+}
+
+Interval KernelLowering::range(const tile::Expr &e) {
+  if (auto c = tile::asConstInt(e))
+    return {*c, *c};
+  if (auto *r = std::get_if<tile::VarRef>(&e->op)) {
+    auto it = bindings_.find(r->var->id);
+    if (it != bindings_.end() && it->second.range)
+      return *it->second.range;
     return {};
   }
-
-  /// In-bounds predicate of a global access; checks that hold for every value are left out.
-  /// `extraLast` widens the last dimension's check to a whole vector.
-  thir::Expr inBounds(const Access &a, const LaneContext &lc, int extraLast) {
-    thir::Expr ok;
-    auto conj = [&](thir::Expr c) { ok = ok ? thir::binary(thir::BinOp::And, ok, c) : c; };
-    for (size_t d = 0; d < a.indices.size(); ++d) {
-      Interval r = range(a.indices[d]);
-      int extra = d + 1 == a.indices.size() ? extraLast : 0;
-      auto shapeConst = tile::asConstInt(a.buffer->shape[d]);
-      thir::Expr idx = lowerExpr(a.indices[d], lc, /*scalarIndex=*/true);
-      if (!idx)
-        return nullptr;
-      idx = thir::cast(idx, Type{DType::Int64});
-      if (r.lo < 0)
-        conj(thir::binary(thir::BinOp::Ge, idx, thir::constInt(0)));
-      if (!shapeConst || r.hi + extra >= *shapeConst) {
-        thir::Expr n = thir::cast(lowerExpr(a.buffer->shape[d], {}), Type{DType::Int64});
-        conj(thir::binary(thir::BinOp::Lt, thir::binary(thir::BinOp::Add, idx,
-                                                         thir::constInt(extra)),
-                          n));
-      }
+  if (auto *b = std::get_if<tile::Binary>(&e->op)) {
+    Interval x = range(b->a), y = range(b->b);
+    const int64_t big = std::numeric_limits<int64_t>::max() / 4;
+    auto clamp = [&](int64_t v) { return std::max(-big, std::min(big, v)); };
+    switch (b->op) {
+    case tile::BinOp::Add:
+      return {clamp(x.lo + y.lo), clamp(x.hi + y.hi)};
+    case tile::BinOp::Sub:
+      return {clamp(x.lo - y.hi), clamp(x.hi - y.lo)};
+    case tile::BinOp::Mul:
+      if (auto c = tile::asConstInt(b->b); c && *c >= 0 && *c < (1 << 30) && x.lo > -big / (1 << 30) &&
+                                            x.hi < big / (1 << 30))
+        return {x.lo * *c, x.hi * *c};
+      break;
+    default:
+      break;
     }
-    return ok ? ok : thir::constInt(1, DType::Bool);
   }
+  return {};
+}
 
-  /// Element offset (Int64) of a global access; with lanes, the offset of lane 0.
-  thir::Expr offset(const tile::BufferPtr &buf, const std::vector<tile::Expr> &idx,
-                    const LaneContext &lc) {
-    thir::Expr off;
-    for (size_t d = 0; d < idx.size(); ++d) {
-      thir::Expr i = lowerExpr(idx[d], lc, /*scalarIndex=*/true);
-      if (!i)
-        return nullptr;
-      i = thir::cast(i, Type{DType::Int64});
-      if (off) {
-        thir::Expr n = thir::cast(lowerExpr(buf->shape[d], {}), Type{DType::Int64});
-        off = thir::binary(thir::BinOp::Add, thir::binary(thir::BinOp::Mul, off, n), i);
-      } else {
-        off = i;
-      }
+thir::Expr KernelLowering::inBounds(const Access &a, const LaneContext &lc, int extraLast) {
+  thir::Expr ok;
+  auto conj = [&](thir::Expr c) { ok = ok ? thir::binary(thir::BinOp::And, ok, c) : c; };
+  for (size_t d = 0; d < a.indices.size(); ++d) {
+    Interval r = range(a.indices[d]);
+    int extra = d + 1 == a.indices.size() ? extraLast : 0;
+    auto shapeConst = tile::asConstInt(a.buffer->shape[d]);
+    thir::Expr idx = lowerExpr(a.indices[d], lc, /*scalarIndex=*/true);
+    if (!idx)
+      return nullptr;
+    idx = thir::cast(idx, Type{DType::Int64});
+    if (r.lo < 0)
+      conj(thir::binary(thir::BinOp::Ge, idx, thir::constInt(0)));
+    if (!shapeConst || r.hi + extra >= *shapeConst) {
+      thir::Expr n = thir::cast(lowerExpr(a.buffer->shape[d], {}), Type{DType::Int64});
+      conj(thir::binary(thir::BinOp::Lt, thir::binary(thir::BinOp::Add, idx,
+                                                       thir::constInt(extra)),
+                        n));
     }
-    return off ? off : thir::constInt(0);
   }
+  return ok ? ok : thir::constInt(1, DType::Bool);
+}
 
-  bool dependsOnLanes(const tile::Expr &e, const LaneContext &lc) {
-    if (lc.lanes == 1)
-      return false;
-    bool dep = false;
-    std::function<void(const tile::Expr &)> walk = [&](const tile::Expr &x) {
-      std::visit(
-          [&](const auto &op) {
-            using T = std::decay_t<decltype(op)>;
-            if constexpr (std::is_same_v<T, tile::VarRef>) {
-              dep = dep || op.var->id == lc.innerVarId || vectorLets_.count(op.var->id);
-            } else if constexpr (std::is_same_v<T, tile::Load>) {
-              for (const tile::Expr &i : op.indices)
-                walk(i);
-            } else if constexpr (std::is_same_v<T, tile::Unary> || std::is_same_v<T, tile::Cast>) {
-              walk(op.a);
-            } else if constexpr (std::is_same_v<T, tile::Binary>) {
-              walk(op.a);
-              walk(op.b);
-            } else if constexpr (std::is_same_v<T, tile::Select>) {
-              walk(op.cond);
-              walk(op.a);
-              walk(op.b);
-            }
-          },
-          x->op);
-    };
-    walk(e);
-    return dep;
+thir::Expr KernelLowering::offset(const tile::BufferPtr &buf, const std::vector<tile::Expr> &idx,
+                  const LaneContext &lc) {
+  thir::Expr off;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    thir::Expr i = lowerExpr(idx[d], lc, /*scalarIndex=*/true);
+    if (!i)
+      return nullptr;
+    i = thir::cast(i, Type{DType::Int64});
+    if (off) {
+      thir::Expr n = thir::cast(lowerExpr(buf->shape[d], {}), Type{DType::Int64});
+      off = thir::binary(thir::BinOp::Add, thir::binary(thir::BinOp::Mul, off, n), i);
+    } else {
+      off = i;
+    }
   }
+  return off ? off : thir::constInt(0);
+}
 
-  /// Lowers a value. With lanes > 1 the result is a vector unless the value is the same in
-  /// every lane; `scalarIndex` asks for lane 0 of an index instead (the vector path addresses
-  /// memory from lane 0).
-  thir::Expr lowerExpr(const tile::Expr &e, const LaneContext &lc, bool scalarIndex = false) {
-    LaneContext scalar = lc;
-    if (scalarIndex || !dependsOnLanes(e, lc))
-      scalar.lanes = 1;
-    const LaneContext &c = scalar;
-    return std::visit(
-        [&](const auto &op) -> thir::Expr {
+bool KernelLowering::dependsOnLanes(const tile::Expr &e, const LaneContext &lc) {
+  if (lc.lanes == 1)
+    return false;
+  bool dep = false;
+  std::function<void(const tile::Expr &)> walk = [&](const tile::Expr &x) {
+    std::visit(
+        [&](const auto &op) {
           using T = std::decay_t<decltype(op)>;
-          if constexpr (std::is_same_v<T, tile::IntImm>) {
-            return thir::constInt(op.value, e->dtype);
-          } else if constexpr (std::is_same_v<T, tile::FloatImm>) {
-            return thir::constFloat(op.value, e->dtype);
-          } else if constexpr (std::is_same_v<T, tile::VarRef>) {
-            if (auto it = letVars_.find(op.var->id); it != letVars_.end())
-              return thir::var(it->second.first, it->second.second);
-            if (auto it = bindings_.find(op.var->id); it != bindings_.end())
-              return it->second.value;
-            unsupported(e->loc, fmt::format("use of '{}' here", op.var->name));
-            return nullptr;
+          if constexpr (std::is_same_v<T, tile::VarRef>) {
+            dep = dep || op.var->id == lc.innerVarId || vectorLets_.count(op.var->id);
           } else if constexpr (std::is_same_v<T, tile::Load>) {
-            return lowerLoad(e, op, c);
-          } else if constexpr (std::is_same_v<T, tile::Unary>) {
-            thir::Expr a = lowerExpr(op.a, c);
-            return a ? thir::unary(mapUnOp(op.op), a) : nullptr;
+            for (const tile::Expr &i : op.indices)
+              walk(i);
+          } else if constexpr (std::is_same_v<T, tile::Unary> || std::is_same_v<T, tile::Cast>) {
+            walk(op.a);
           } else if constexpr (std::is_same_v<T, tile::Binary>) {
-            thir::Expr a = lowerExpr(op.a, c), b = lowerExpr(op.b, c);
-            if (!a || !b)
-              return nullptr;
-            int lanes = std::max(a->type.lanes, b->type.lanes);
-            return thir::binary(mapBinOp(op.op), widen(a, lanes), widen(b, lanes));
+            walk(op.a);
+            walk(op.b);
           } else if constexpr (std::is_same_v<T, tile::Select>) {
-            thir::Expr cnd = lowerExpr(op.cond, c), a = lowerExpr(op.a, c),
-                       b = lowerExpr(op.b, c);
-            if (!cnd || !a || !b)
-              return nullptr;
-            int lanes = std::max({cnd->type.lanes, a->type.lanes, b->type.lanes});
-            return thir::select(widen(cnd, lanes), widen(a, lanes), widen(b, lanes));
-          } else if constexpr (std::is_same_v<T, tile::Cast>) {
-            thir::Expr a = lowerExpr(op.a, c);
-            return a ? thir::cast(a, Type{e->dtype, a->type.lanes}) : nullptr;
+            walk(op.cond);
+            walk(op.a);
+            walk(op.b);
           }
         },
-        e->op);
-  }
+        x->op);
+  };
+  walk(e);
+  return dep;
+}
 
-  thir::Expr lowerLoad(const tile::Expr &e, const tile::Load &op, const LaneContext &lc) {
-    const tile::BufferPtr &buf = op.buffer;
-    if (buf->scope == tile::Scope::Var) {
-      auto it = varBuffers_.find(buf->id);
-      return thir::var(it->second, Type{buf->dtype});
-    }
-    if (buf->scope != tile::Scope::Global) {
-      unsupported(e->loc, fmt::format("reading {} buffer '{}'", tile::scopeName(buf->scope),
-                                      buf->name));
-      return nullptr;
-    }
-    int param = buf->paramIndex;
-    thir::Expr off = offset(buf, op.indices, lc);
-    if (!off)
-      return nullptr;
-    if (lc.lanes > 1) {
-      // Fast path: the caller proved the whole vector in bounds and aligned.
-      int align = lc.lanes * dtypeBytes(buf->dtype);
-      noteAlign(param, align);
-      return thir::globalLoad(param, off, Type{buf->dtype, lc.lanes}, align);
-    }
-    thir::Expr ok = inBounds({buf, op.indices}, lc, 0);
-    if (!ok)
-      return nullptr;
-    if (auto *ci = std::get_if<thir::ConstInt>(&ok->op); ci && ci->value)
-      return thir::globalLoad(param, off, Type{buf->dtype}, dtypeBytes(buf->dtype));
-    // Out-of-bounds loads read element 0 (always valid: dims are positive) and yield 0.
-    thir::Expr safe = thir::select(ok, off, thir::constInt(0));
-    thir::Expr v = thir::globalLoad(param, safe, Type{buf->dtype}, dtypeBytes(buf->dtype));
-    thir::Expr zero = isFloat(buf->dtype) ? thir::constFloat(0.0, buf->dtype)
-                                          : thir::constInt(0, buf->dtype);
-    return thir::select(ok, v, zero);
-  }
-
-  void noteAlign(int param, int align) {
-    int &a = paramAlign_[param];
-    a = std::max(a, align);
-  }
-
-  // ---- Statements ----------------------------------------------------------------------------
-
-  void lowerBody(const tile::Body &body, thir::Body &out, const LaneContext &lc) {
-    for (const tile::Stmt &s : body) {
-      if (failed_)
-        return;
-      lowerStmt(s, out, lc);
-    }
-  }
-
-  void lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneContext &lc) {
-    if (auto *let = std::get_if<tile::Let>(&s.op)) {
-      thir::Expr v = lowerExpr(let->value, lc);
-      if (!v)
-        return;
-      Type t{let->var->dtype, v->type.lanes};
-      auto it = letVars_.find(let->var->id);
-      if (it == letVars_.end() || !declaredHere_.count(let->var->id)) {
-        int id = nextVar_++;
-        letVars_[let->var->id] = {id, t};
-        declaredHere_.insert(let->var->id);
-        if (t.lanes > 1)
-          vectorLets_.insert(let->var->id);
-        out.push_back({thir::DeclVar{id, t, thir::cast(v, t)}});
-      } else {
-        Type have = it->second.second;
-        if (have.lanes != t.lanes)
-          v = widen(v, have.lanes);
-        out.push_back({thir::AssignVar{it->second.first, thir::cast(v, have)}});
-      }
-      return;
-    }
-    if (auto *st = std::get_if<tile::Store>(&s.op)) {
-      lowerStore(s, *st, out, lc);
-      return;
-    }
-    if (auto *f = std::get_if<tile::For>(&s.op)) {
-      if (f->kind == tile::LoopKind::Parallel) {
-        if (inParallel_) {
-          unsupported(s.loc, "nested Parallel loops");
-          return;
+thir::Expr KernelLowering::lowerExpr(const tile::Expr &e, const LaneContext &lc, bool scalarIndex) {
+  LaneContext scalar = lc;
+  if (scalarIndex || !dependsOnLanes(e, lc))
+    scalar.lanes = 1;
+  const LaneContext &c = scalar;
+  return std::visit(
+      [&](const auto &op) -> thir::Expr {
+        using T = std::decay_t<decltype(op)>;
+        if constexpr (std::is_same_v<T, tile::IntImm>) {
+          return thir::constInt(op.value, e->dtype);
+        } else if constexpr (std::is_same_v<T, tile::FloatImm>) {
+          return thir::constFloat(op.value, e->dtype);
+        } else if constexpr (std::is_same_v<T, tile::VarRef>) {
+          if (auto it = letVars_.find(op.var->id); it != letVars_.end())
+            return thir::var(it->second.first, it->second.second);
+          if (auto it = bindings_.find(op.var->id); it != bindings_.end())
+            return it->second.value;
+          unsupported(e->loc, fmt::format("use of '{}' here", op.var->name));
+          return nullptr;
+        } else if constexpr (std::is_same_v<T, tile::Load>) {
+          return lowerLoad(e, op, c);
+        } else if constexpr (std::is_same_v<T, tile::Unary>) {
+          thir::Expr a = lowerExpr(op.a, c);
+          return a ? thir::unary(mapUnOp(op.op), a) : nullptr;
+        } else if constexpr (std::is_same_v<T, tile::Binary>) {
+          thir::Expr a = lowerExpr(op.a, c), b = lowerExpr(op.b, c);
+          if (!a || !b)
+            return nullptr;
+          int lanes = std::max(a->type.lanes, b->type.lanes);
+          return thir::binary(mapBinOp(op.op), widen(a, lanes), widen(b, lanes));
+        } else if constexpr (std::is_same_v<T, tile::Select>) {
+          thir::Expr cnd = lowerExpr(op.cond, c), a = lowerExpr(op.a, c),
+                     b = lowerExpr(op.b, c);
+          if (!cnd || !a || !b)
+            return nullptr;
+          int lanes = std::max({cnd->type.lanes, a->type.lanes, b->type.lanes});
+          return thir::select(widen(cnd, lanes), widen(a, lanes), widen(b, lanes));
+        } else if constexpr (std::is_same_v<T, tile::Cast>) {
+          thir::Expr a = lowerExpr(op.a, c);
+          return a ? thir::cast(a, Type{e->dtype, a->type.lanes}) : nullptr;
         }
-        lowerParallel(s, *f, out);
-      } else {
-        lowerSerial(s, *f, out, lc);
-      }
-      return;
-    }
-    if (auto *i = std::get_if<tile::If>(&s.op)) {
-      thir::Expr c = lowerExpr(i->cond, {});
-      if (!c)
-        return;
-      if (lc.lanes > 1) {
-        unsupported(s.loc, "a branch inside a vectorized Parallel body");
-        return;
-      }
-      thir::IfStmt is;
-      is.cond = c;
-      lowerBody(i->then, is.then, lc);
-      lowerBody(i->otherwise, is.otherwise, lc);
-      out.push_back({std::move(is)});
-      return;
-    }
-    static constexpr const char *names[] = {"let", "store", "copy", "fill", "gemm", "reduce",
-                                            "cumsum", "atomic_add", "for", "if", "use_swizzle",
-                                            "annotate_layout", "print"};
-    unsupported(s.loc, fmt::format("'{}' (tile operations on shared and fragment buffers come "
-                                   "with layout inference)",
-                                   names[s.op.index()]));
-  }
+      },
+      e->op);
+}
 
-  void lowerStore(const tile::Stmt &s, const tile::Store &st, thir::Body &out,
-                  const LaneContext &lc) {
-    const tile::BufferPtr &buf = st.buffer;
-    if (buf->scope == tile::Scope::Var) {
-      thir::Expr v = lowerExpr(st.value, {});
-      if (v)
-        out.push_back({thir::AssignVar{varBuffers_.at(buf->id), thir::cast(v, Type{buf->dtype})}});
-      return;
-    }
-    if (buf->scope != tile::Scope::Global) {
-      unsupported(s.loc, fmt::format("writing {} buffer '{}'", tile::scopeName(buf->scope),
-                                     buf->name));
-      return;
-    }
-    thir::Expr off = offset(buf, st.indices, lc);
-    bool vec = lc.lanes > 1 && dependsOnLanesIndex(st.indices, lc);
-    thir::Expr v = lowerExpr(st.value, vec ? lc : LaneContext{});
-    if (!off || !v)
-      return;
-    if (vec) {
-      int align = lc.lanes * dtypeBytes(buf->dtype);
-      noteAlign(buf->paramIndex, align);
-      out.push_back({thir::GlobalStore{buf->paramIndex, off,
-                                       thir::cast(widen(v, lc.lanes), Type{buf->dtype, lc.lanes}),
-                                       align}});
-      return;
-    }
-    thir::GlobalStore gs{buf->paramIndex, off, thir::cast(v, Type{buf->dtype}),
-                         dtypeBytes(buf->dtype)};
-    thir::Expr ok = inBounds({buf, st.indices}, lc, 0);
-    if (!ok)
-      return;
-    if (auto *ci = std::get_if<thir::ConstInt>(&ok->op); ci && ci->value)
-      return out.push_back({std::move(gs)});
-    thir::IfStmt guard;
-    guard.cond = ok;
-    guard.then.push_back({std::move(gs)});
-    out.push_back({std::move(guard)});
+thir::Expr KernelLowering::lowerLoad(const tile::Expr &e, const tile::Load &op, const LaneContext &lc) {
+  const tile::BufferPtr &buf = op.buffer;
+  if (buf->scope == tile::Scope::Var) {
+    auto it = varBuffers_.find(buf->id);
+    return thir::var(it->second, Type{buf->dtype});
   }
-
-  bool dependsOnLanesIndex(const std::vector<tile::Expr> &idx, const LaneContext &lc) {
-    for (const tile::Expr &i : idx)
-      if (dependsOnLanes(i, lc))
-        return true;
-    return false;
+  if (isOnChip(buf))
+    return fragmentRead(e, op);
+  if (buf->scope != tile::Scope::Global) {
+    unsupported(e->loc, fmt::format("reading {} buffer '{}'", tile::scopeName(buf->scope),
+                                    buf->name));
+    return nullptr;
   }
-
-  void lowerSerial(const tile::Stmt &s, const tile::For &f, thir::Body &out,
-                   const LaneContext &lc) {
-    if (lc.lanes > 1) {
-      unsupported(s.loc, "a loop inside a vectorized Parallel body");
-      return;
-    }
-    thir::Expr begin = lowerExpr(f.begins[0], {}), extent = lowerExpr(f.extents[0], {});
-    if (!begin || !extent)
-      return;
-    int counter = nextVar_++;
-    thir::ForStmt loop;
-    loop.var = counter;
-    loop.varType = Type{DType::Int32};
-    loop.begin = thir::constInt(0, DType::Int32);
-    loop.end = thir::cast(extent, Type{DType::Int32});
-    loop.step = thir::constInt(1, DType::Int32);
-    loop.unroll = f.kind == tile::LoopKind::Unroll;
-    thir::Expr it = thir::var(counter, Type{DType::Int32});
-    thir::Expr value = f.step ? thir::binary(thir::BinOp::Mul, it,
-                                             thir::cast(lowerExpr(f.step, {}), Type{DType::Int32}))
-                              : it;
-    value = thir::binary(thir::BinOp::Add, thir::cast(begin, Type{DType::Int32}), value);
-    std::optional<Interval> r;
-    auto b = tile::asConstInt(f.begins[0]), n = tile::asConstInt(f.extents[0]);
-    if (b && n && !f.step)
-      r = Interval{*b, *b + std::max<int64_t>(*n - 1, 0)};
-    bind(*f.vars[0], value, r);
-    lowerBody(f.body, loop.body, lc);
-    out.push_back({std::move(loop)});
+  int param = buf->paramIndex;
+  thir::Expr off = offset(buf, op.indices, lc);
+  if (!off)
+    return nullptr;
+  if (lc.lanes > 1) {
+    // Fast path: the caller proved the whole vector in bounds and aligned.
+    int align = lc.lanes * dtypeBytes(buf->dtype);
+    noteAlign(param, align);
+    return thir::globalLoad(param, off, Type{buf->dtype, lc.lanes}, align);
   }
+  thir::Expr ok = inBounds({buf, op.indices}, lc, 0);
+  if (!ok)
+    return nullptr;
+  if (auto *ci = std::get_if<thir::ConstInt>(&ok->op); ci && ci->value)
+    return thir::globalLoad(param, off, Type{buf->dtype}, dtypeBytes(buf->dtype));
+  // Out-of-bounds loads read element 0 (always valid: dims are positive) and yield 0.
+  thir::Expr safe = thir::select(ok, off, thir::constInt(0));
+  thir::Expr v = thir::globalLoad(param, safe, Type{buf->dtype}, dtypeBytes(buf->dtype));
+  thir::Expr zero = isFloat(buf->dtype) ? thir::constFloat(0.0, buf->dtype)
+                                        : thir::constInt(0, buf->dtype);
+  return thir::select(ok, v, zero);
+}
 
-  /// Assigns iterations to threads per analysis::planParallelLoop; with a vector width > 1 the
-  /// body runs once as vectors when the whole vector is in bounds and aligned, and element by
-  /// element (masked) otherwise.
-  void lowerParallel(const tile::Stmt &s, const tile::For &f, thir::Body &out) {
-    analysis::ParallelLayout plan = analysis::planParallelLoop(f, k_.threads);
-    // A per-thread variable declared outside and written inside is updated element by element.
-    std::set<int> outerLets;
-    for (const auto &[id, v] : letVars_)
-      outerLets.insert(id);
-    std::function<bool(const tile::Body &)> writesOuter = [&](const tile::Body &b) {
-      for (const tile::Stmt &st : b) {
-        if (auto *l = std::get_if<tile::Let>(&st.op); l && outerLets.count(l->var->id))
-          return true;
-        if (auto *sv = std::get_if<tile::Store>(&st.op); sv && sv->buffer->scope == tile::Scope::Var)
-          return true;
-      }
-      return false;
-    };
-    if (writesOuter(f.body))
-      plan.vector = 1;
-    inParallel_ = true;
-    int v = plan.vector;
-    int64_t steps = plan.steps();
-    int stepVar = nextVar_++;
-    thir::ForStmt loop;
-    loop.var = stepVar;
-    loop.varType = Type{DType::Int32};
-    loop.begin = thir::constInt(0, DType::Int32);
-    loop.end = thir::constInt(steps, DType::Int32);
-    loop.step = thir::constInt(1, DType::Int32);
-    loop.unroll = steps <= 8;
-    thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
-    thir::Expr chunk = thir::binary(
-        thir::BinOp::Add,
-        thir::binary(thir::BinOp::Mul, thir::var(stepVar, Type{DType::Int32}),
-                     thir::constInt(plan.threads, DType::Int32)),
-        tid);
-    thir::Expr flat = thir::binary(thir::BinOp::Mul, chunk, thir::constInt(v, DType::Int32));
-    thir::Body *body = &loop.body;
-    thir::IfStmt tailGuard;
-    bool guarded = plan.chunks() % plan.threads != 0;
-    if (guarded) {
-      tailGuard.cond = thir::binary(thir::BinOp::Lt, chunk,
-                                    thir::constInt(plan.chunks(), DType::Int32));
-      body = &tailGuard.then;
-    }
-    // Loop variables from the flat index, row-major.
-    auto bindVars = [&](thir::Expr flatIndex) {
-      int64_t stride = 1;
-      for (size_t d = f.vars.size(); d-- > 0;) {
-        int64_t ext = *tile::asConstInt(f.extents[d]);
-        thir::Expr x = flatIndex;
-        if (stride != 1)
-          x = thir::binary(thir::BinOp::FloorDiv, x, thir::constInt(stride, DType::Int32));
-        if (d != 0)
-          x = thir::binary(thir::BinOp::Mod, x, thir::constInt(ext, DType::Int32));
-        bind(*f.vars[d], x, Interval{0, ext - 1});
-        stride *= ext;
-      }
-    };
-    std::set<int> savedDeclared = declaredHere_;
-    if (v > 1) {
-      // Vector path guard: every global access in bounds for all lanes, and aligned.
-      std::vector<Access> accesses;
-      gatherAccesses(f.body, accesses);
-      LaneContext lc{v, f.vars.back()->id};
-      bindVars(flat);
-      thir::Expr ok;
-      auto conj = [&](thir::Expr c) { ok = ok ? thir::binary(thir::BinOp::And, ok, c) : c; };
-      for (const Access &a : accesses) {
-        bool moves = dependsOnLanesIndex(a.indices, lc);
-        thir::Expr inb = inBounds(a, lc, moves ? v - 1 : 0);
-        if (!inb)
-          return;
-        if (!std::holds_alternative<thir::ConstInt>(inb->op))
-          conj(inb);
-        if (moves && a.indices.size() > 1) {
-          thir::Expr off = offset(a.buffer, a.indices, lc);
-          conj(thir::binary(thir::BinOp::Eq,
-                            thir::binary(thir::BinOp::Mod, off, thir::constInt(v)),
-                            thir::constInt(0)));
-        }
-      }
-      thir::Body fast;
-      declaredHere_ = savedDeclared;
-      lowerBody(f.body, fast, lc);
-      for (auto it = vectorLets_.begin(); it != vectorLets_.end();)
-        it = outerLets.count(*it) ? std::next(it) : vectorLets_.erase(it);
-      if (!ok) {
-        *body = std::move(fast);
-      } else {
-        thir::IfStmt split;
-        split.cond = ok;
-        split.then = std::move(fast);
-        // Slow path: element by element with masks.
-        int lane = nextVar_++;
-        thir::ForStmt lanes;
-        lanes.var = lane;
-        lanes.varType = Type{DType::Int32};
-        lanes.begin = thir::constInt(0, DType::Int32);
-        lanes.end = thir::constInt(v, DType::Int32);
-        lanes.step = thir::constInt(1, DType::Int32);
-        lanes.unroll = true;
-        bindVars(thir::binary(thir::BinOp::Add, flat, thir::var(lane, Type{DType::Int32})));
-        declaredHere_ = savedDeclared;
-        lowerBody(f.body, lanes.body, {});
-        split.otherwise.push_back({std::move(lanes)});
-        body->push_back({std::move(split)});
-      }
+void KernelLowering::noteAlign(int param, int align) {
+  int &a = paramAlign_[param];
+  a = std::max(a, align);
+}
+
+void KernelLowering::lowerBody(const tile::Body &body, thir::Body &out, const LaneContext &lc) {
+  for (const tile::Stmt &s : body) {
+    if (failed_)
+      return;
+    lowerStmt(s, out, lc);
+  }
+}
+
+void KernelLowering::lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneContext &lc) {
+  if (auto *let = std::get_if<tile::Let>(&s.op)) {
+    thir::Expr v = lowerExpr(let->value, lc);
+    if (!v)
+      return;
+    Type t{let->var->dtype, v->type.lanes};
+    auto it = letVars_.find(let->var->id);
+    if (it == letVars_.end() || !declaredHere_.count(let->var->id)) {
+      int id = nextVar_++;
+      letVars_[let->var->id] = {id, t};
+      declaredHere_.insert(let->var->id);
+      if (t.lanes > 1)
+        vectorLets_.insert(let->var->id);
+      out.push_back({thir::DeclVar{id, t, thir::cast(v, t)}});
     } else {
-      bindVars(flat);
-      declaredHere_ = savedDeclared;
-      lowerBody(f.body, *body, {});
+      Type have = it->second.second;
+      if (have.lanes != t.lanes)
+        v = widen(v, have.lanes);
+      out.push_back({thir::AssignVar{it->second.first, thir::cast(v, have)}});
     }
-    declaredHere_ = savedDeclared;
-    if (guarded)
-      loop.body.push_back({std::move(tailGuard)});
-    out.push_back({std::move(loop)});
-    inParallel_ = false;
-    // Per-element temporaries end with the loop.
-    for (auto it = letVars_.begin(); it != letVars_.end();)
-      it = outerLets.count(it->first) ? std::next(it) : letVars_.erase(it);
-    layouts_.push_back({s.loc, plan});
+    return;
   }
+  if (auto *st = std::get_if<tile::Store>(&s.op)) {
+    lowerStore(s, *st, out, lc);
+    return;
+  }
+  if (auto *f = std::get_if<tile::For>(&s.op)) {
+    if (f->kind == tile::LoopKind::Parallel) {
+      if (inParallel_) {
+        unsupported(s.loc, "nested Parallel loops");
+        return;
+      }
+      if (!lowerFragmentParallel(s, *f, out))
+        lowerParallel(s, *f, out);
+    } else {
+      lowerSerial(s, *f, out, lc);
+    }
+    return;
+  }
+  if (auto *i = std::get_if<tile::If>(&s.op)) {
+    thir::Expr c = lowerExpr(i->cond, {});
+    if (!c)
+      return;
+    if (lc.lanes > 1) {
+      unsupported(s.loc, "a branch inside a vectorized Parallel body");
+      return;
+    }
+    thir::IfStmt is;
+    is.cond = c;
+    lowerBody(i->then, is.then, lc);
+    lowerBody(i->otherwise, is.otherwise, lc);
+    out.push_back({std::move(is)});
+    return;
+  }
+  if (auto *c = std::get_if<tile::Copy>(&s.op))
+    return lowerCopy(s, *c, out);
+  if (auto *f = std::get_if<tile::Fill>(&s.op))
+    return lowerFill(s, *f, out);
+  if (auto *r = std::get_if<tile::Reduce>(&s.op))
+    return lowerReduce(s, *r, out);
+  static constexpr const char *names[] = {"let", "store", "copy", "fill", "gemm", "reduce",
+                                          "cumsum", "atomic_add", "for", "if", "use_swizzle",
+                                          "annotate_layout", "print"};
+  unsupported(s.loc, fmt::format("'{}' (tile operations on shared and fragment buffers come "
+                                 "with layout inference)",
+                                 names[s.op.index()]));
+}
 
-  void gatherAccesses(const tile::Body &b, std::vector<Access> &out) {
-    for (const tile::Stmt &s : b) {
-      if (auto *l = std::get_if<tile::Let>(&s.op))
-        collectAccesses(l->value, out);
-      else if (auto *st = std::get_if<tile::Store>(&s.op)) {
-        for (const tile::Expr &i : st->indices)
-          collectAccesses(i, out);
-        collectAccesses(st->value, out);
-        if (st->buffer->scope == tile::Scope::Global)
-          out.push_back({st->buffer, st->indices});
+void KernelLowering::lowerStore(const tile::Stmt &s, const tile::Store &st, thir::Body &out,
+                const LaneContext &lc) {
+  const tile::BufferPtr &buf = st.buffer;
+  if (buf->scope == tile::Scope::Var) {
+    thir::Expr v = lowerExpr(st.value, {});
+    if (v)
+      out.push_back({thir::AssignVar{varBuffers_.at(buf->id), thir::cast(v, Type{buf->dtype})}});
+    return;
+  }
+  if (isOnChip(buf)) {
+    if (lc.lanes > 1) {
+      unsupported(s.loc, "a fragment write in a vectorized loop");
+      return;
+    }
+    thir::Expr v = lowerExpr(st.value, {});
+    if (v)
+      fragmentWrite(s, st, thir::cast(v, Type{buf->dtype}), out);
+    return;
+  }
+  if (buf->scope != tile::Scope::Global) {
+    unsupported(s.loc, fmt::format("writing {} buffer '{}'", tile::scopeName(buf->scope),
+                                   buf->name));
+    return;
+  }
+  thir::Expr off = offset(buf, st.indices, lc);
+  bool vec = lc.lanes > 1 && dependsOnLanesIndex(st.indices, lc);
+  thir::Expr v = lowerExpr(st.value, vec ? lc : LaneContext{});
+  if (!off || !v)
+    return;
+  if (vec) {
+    int align = lc.lanes * dtypeBytes(buf->dtype);
+    noteAlign(buf->paramIndex, align);
+    out.push_back({thir::GlobalStore{buf->paramIndex, off,
+                                     thir::cast(widen(v, lc.lanes), Type{buf->dtype, lc.lanes}),
+                                     align}});
+    return;
+  }
+  thir::GlobalStore gs{buf->paramIndex, off, thir::cast(v, Type{buf->dtype}),
+                       dtypeBytes(buf->dtype)};
+  thir::Expr ok = inBounds({buf, st.indices}, lc, 0);
+  if (!ok)
+    return;
+  if (auto *ci = std::get_if<thir::ConstInt>(&ok->op); ci && ci->value)
+    return out.push_back({std::move(gs)});
+  thir::IfStmt guard;
+  guard.cond = ok;
+  guard.then.push_back({std::move(gs)});
+  out.push_back({std::move(guard)});
+}
+
+bool KernelLowering::dependsOnLanesIndex(const std::vector<tile::Expr> &idx, const LaneContext &lc) {
+  for (const tile::Expr &i : idx)
+    if (dependsOnLanes(i, lc))
+      return true;
+  return false;
+}
+
+void KernelLowering::lowerSerial(const tile::Stmt &s, const tile::For &f, thir::Body &out,
+                 const LaneContext &lc) {
+  if (lc.lanes > 1) {
+    unsupported(s.loc, "a loop inside a vectorized Parallel body");
+    return;
+  }
+  thir::Expr begin = lowerExpr(f.begins[0], {}), extent = lowerExpr(f.extents[0], {});
+  if (!begin || !extent)
+    return;
+  int counter = nextVar_++;
+  thir::ForStmt loop;
+  loop.var = counter;
+  loop.varType = Type{DType::Int32};
+  loop.begin = thir::constInt(0, DType::Int32);
+  loop.end = thir::cast(extent, Type{DType::Int32});
+  loop.step = thir::constInt(1, DType::Int32);
+  loop.unroll = f.kind == tile::LoopKind::Unroll;
+  thir::Expr it = thir::var(counter, Type{DType::Int32});
+  thir::Expr value = f.step ? thir::binary(thir::BinOp::Mul, it,
+                                           thir::cast(lowerExpr(f.step, {}), Type{DType::Int32}))
+                            : it;
+  value = thir::binary(thir::BinOp::Add, thir::cast(begin, Type{DType::Int32}), value);
+  std::optional<Interval> r;
+  auto b = tile::asConstInt(f.begins[0]), n = tile::asConstInt(f.extents[0]);
+  if (b && n && !f.step)
+    r = Interval{*b, *b + std::max<int64_t>(*n - 1, 0)};
+  bind(*f.vars[0], value, r);
+  lowerBody(f.body, loop.body, lc);
+  out.push_back({std::move(loop)});
+}
+
+void KernelLowering::lowerParallel(const tile::Stmt &s, const tile::For &f, thir::Body &out) {
+  analysis::ParallelLayout plan = analysis::planParallelLoop(f, k_.threads);
+  // A per-thread variable declared outside and written inside is updated element by element.
+  std::set<int> outerLets;
+  for (const auto &[id, v] : letVars_)
+    outerLets.insert(id);
+  std::function<bool(const tile::Body &)> writesOuter = [&](const tile::Body &b) {
+    for (const tile::Stmt &st : b) {
+      if (auto *l = std::get_if<tile::Let>(&st.op); l && outerLets.count(l->var->id))
+        return true;
+      if (auto *sv = std::get_if<tile::Store>(&st.op); sv && sv->buffer->scope == tile::Scope::Var)
+        return true;
+    }
+    return false;
+  };
+  if (writesOuter(f.body))
+    plan.vector = 1;
+  inParallel_ = true;
+  int v = plan.vector;
+  int64_t steps = plan.steps();
+  int stepVar = nextVar_++;
+  thir::ForStmt loop;
+  loop.var = stepVar;
+  loop.varType = Type{DType::Int32};
+  loop.begin = thir::constInt(0, DType::Int32);
+  loop.end = thir::constInt(steps, DType::Int32);
+  loop.step = thir::constInt(1, DType::Int32);
+  loop.unroll = steps <= 8;
+  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  thir::Expr chunk = thir::binary(
+      thir::BinOp::Add,
+      thir::binary(thir::BinOp::Mul, thir::var(stepVar, Type{DType::Int32}),
+                   thir::constInt(plan.threads, DType::Int32)),
+      tid);
+  thir::Expr flat = thir::binary(thir::BinOp::Mul, chunk, thir::constInt(v, DType::Int32));
+  thir::Body *body = &loop.body;
+  thir::IfStmt tailGuard;
+  bool guarded = plan.chunks() % plan.threads != 0;
+  if (guarded) {
+    tailGuard.cond = thir::binary(thir::BinOp::Lt, chunk,
+                                  thir::constInt(plan.chunks(), DType::Int32));
+    body = &tailGuard.then;
+  }
+  // Loop variables from the flat index, row-major.
+  auto bindVars = [&](thir::Expr flatIndex) {
+    int64_t stride = 1;
+    for (size_t d = f.vars.size(); d-- > 0;) {
+      int64_t ext = *tile::asConstInt(f.extents[d]);
+      thir::Expr x = flatIndex;
+      if (stride != 1)
+        x = thir::binary(thir::BinOp::FloorDiv, x, thir::constInt(stride, DType::Int32));
+      if (d != 0)
+        x = thir::binary(thir::BinOp::Mod, x, thir::constInt(ext, DType::Int32));
+      bind(*f.vars[d], x, Interval{0, ext - 1});
+      stride *= ext;
+    }
+  };
+  std::set<int> savedDeclared = declaredHere_;
+  if (v > 1) {
+    // Vector path guard: every global access in bounds for all lanes, and aligned.
+    std::vector<Access> accesses;
+    gatherAccesses(f.body, accesses);
+    LaneContext lc{v, f.vars.back()->id};
+    bindVars(flat);
+    thir::Expr ok;
+    auto conj = [&](thir::Expr c) { ok = ok ? thir::binary(thir::BinOp::And, ok, c) : c; };
+    for (const Access &a : accesses) {
+      bool moves = dependsOnLanesIndex(a.indices, lc);
+      thir::Expr inb = inBounds(a, lc, moves ? v - 1 : 0);
+      if (!inb)
+        return;
+      if (!std::holds_alternative<thir::ConstInt>(inb->op))
+        conj(inb);
+      if (moves && a.indices.size() > 1) {
+        thir::Expr off = offset(a.buffer, a.indices, lc);
+        conj(thir::binary(thir::BinOp::Eq,
+                          thir::binary(thir::BinOp::Mod, off, thir::constInt(v)),
+                          thir::constInt(0)));
       }
     }
+    thir::Body fast;
+    declaredHere_ = savedDeclared;
+    lowerBody(f.body, fast, lc);
+    for (auto it = vectorLets_.begin(); it != vectorLets_.end();)
+      it = outerLets.count(*it) ? std::next(it) : vectorLets_.erase(it);
+    if (!ok) {
+      *body = std::move(fast);
+    } else {
+      thir::IfStmt split;
+      split.cond = ok;
+      split.then = std::move(fast);
+      // Slow path: element by element with masks.
+      int lane = nextVar_++;
+      thir::ForStmt lanes;
+      lanes.var = lane;
+      lanes.varType = Type{DType::Int32};
+      lanes.begin = thir::constInt(0, DType::Int32);
+      lanes.end = thir::constInt(v, DType::Int32);
+      lanes.step = thir::constInt(1, DType::Int32);
+      lanes.unroll = true;
+      bindVars(thir::binary(thir::BinOp::Add, flat, thir::var(lane, Type{DType::Int32})));
+      declaredHere_ = savedDeclared;
+      lowerBody(f.body, lanes.body, {});
+      split.otherwise.push_back({std::move(lanes)});
+      body->push_back({std::move(split)});
+    }
+  } else {
+    bindVars(flat);
+    declaredHere_ = savedDeclared;
+    lowerBody(f.body, *body, {});
   }
+  declaredHere_ = savedDeclared;
+  if (guarded)
+    loop.body.push_back({std::move(tailGuard)});
+  out.push_back({std::move(loop)});
+  inParallel_ = false;
+  // Per-element temporaries end with the loop.
+  for (auto it = letVars_.begin(); it != letVars_.end();)
+    it = outerLets.count(it->first) ? std::next(it) : letVars_.erase(it);
+  layouts_.push_back({s.loc, plan});
+}
 
-  const tile::Kernel &k_;
-  DiagnosticEngine &diags_;
-  thir::Kernel out_;
-  bool failed_ = false;
-  bool inParallel_ = false;
-  int nextVar_ = 0;
-  std::map<int, Binding> bindings_;
-  std::map<int, int> dimParams_;
-  std::map<int, std::pair<int, Type>> letVars_;
-  std::set<int> declaredHere_;
-  std::set<int> vectorLets_;
-  std::map<int, int> varBuffers_;
-  std::map<int, int> paramAlign_;
+void KernelLowering::gatherAccesses(const tile::Body &b, std::vector<Access> &out) {
+  for (const tile::Stmt &s : b) {
+    if (auto *l = std::get_if<tile::Let>(&s.op))
+      collectAccesses(l->value, out);
+    else if (auto *st = std::get_if<tile::Store>(&s.op)) {
+      for (const tile::Expr &i : st->indices)
+        collectAccesses(i, out);
+      collectAccesses(st->value, out);
+      if (st->buffer->scope == tile::Scope::Global)
+        out.push_back({st->buffer, st->indices});
+    }
+  }
+}
+} // namespace detail
 
-public:
-  std::vector<std::pair<SourceLoc, analysis::ParallelLayout>> layouts_;
-};
-
-} // namespace
+using detail::KernelLowering;
 
 std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &diags,
                                     const Options &opts) {
@@ -675,6 +626,10 @@ std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &di
   bool ok = true;
   for (const tile::Kernel &k : p.kernels) {
     KernelLowering kl(k, diags);
+    if (!analysis::inferFragmentLayouts(k, diags, kl.fragmentLayouts_)) {
+      ok = false;
+      continue;
+    }
     auto lowered = kl.run();
     if (!lowered) {
       ok = false;
@@ -683,6 +638,8 @@ std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &di
     m.kernels.push_back(std::move(*lowered));
     for (auto &[loc, layout] : kl.layouts_)
       result.parallelLoops.push_back({k.name, loc, layout});
+    for (auto &[id, layout] : kl.fragmentLayouts_)
+      result.fragments.push_back({k.name, id, layout});
   }
   if (!ok)
     return std::nullopt;

@@ -2,6 +2,7 @@
 // spells the answer out per thread: indices from thread and block ids, vector accesses, masks.
 #pragma once
 
+#include "analysis/FragmentLayout.h"
 #include "analysis/ParallelLayout.h"
 #include "support/Diagnostics.h"
 #include "threadir/ThreadIR.h"
@@ -23,9 +24,16 @@ struct ParallelLoopRecord {
   analysis::ParallelLayout layout;
 };
 
+struct FragmentRecord {
+  std::string kernel;
+  int bufferId;
+  analysis::FragmentLayout layout;
+};
+
 struct Lowered {
   thir::Module module;
   std::vector<ParallelLoopRecord> parallelLoops;
+  std::vector<FragmentRecord> fragments;
 };
 
 /// Returns nullopt after reporting an error (a construct not supported yet names itself and its

@@ -195,8 +195,10 @@ public:
     std::string grid;
     for (size_t i = 0; i < k.grid.size(); ++i)
       grid += fmt::format("{}{}", i ? ", " : "", k.grid[i] ? expr(k.grid[i], k) : "1");
-    out_ += fmt::format("kernel {}({}) threads={} grid=({}) dynamic_smem={} {{\n", k.name, params,
-                        k.threads, grid, k.dynamicSharedBytes);
+    out_ += fmt::format("kernel {}({}) threads={} grid=({}) dynamic_smem={}{} {{\n", k.name,
+                        params, k.threads, grid, k.dynamicSharedBytes,
+                        k.sharedScratchBytes ? fmt::format(" scratch_smem={}", k.sharedScratchBytes)
+                                             : std::string());
     body(k.body, k, 1);
     out_ += "}\n";
   }
@@ -256,6 +258,22 @@ private:
                        expr(l.index, k), l.alignBytes);
   }
 
+  std::string exprOp(const ExtractLane &e, const Node &, const Kernel &k) {
+    return fmt::format("{}[lane {}]", expr(e.vec, k), e.lane);
+  }
+  std::string exprOp(const MakeVector &m, const Node &n, const Kernel &k) {
+    std::string elems;
+    for (const Expr &e : m.elems)
+      elems += (elems.empty() ? "" : ", ") + expr(e, k);
+    return fmt::format("vector<{}>({})", typeString(n.type), elems);
+  }
+  std::string exprOp(const ShflXor &s, const Node &, const Kernel &k) {
+    return fmt::format("shfl_xor({}, {})", expr(s.value, k), s.laneMask);
+  }
+  std::string exprOp(const SharedLoad &l, const Node &n, const Kernel &k) {
+    return fmt::format("smem<{}>[{}]", typeString(n.type), expr(l.byteOffset, k));
+  }
+
   void stmt(const DeclVar &d, const Kernel &k, int depth) {
     line(depth, fmt::format("var v{}: {} = {}", d.id, typeString(d.type), expr(d.init, k)));
   }
@@ -281,6 +299,9 @@ private:
     body(s.body, k, depth + 1);
   }
   void stmt(const Barrier &, const Kernel &, int depth) { line(depth, "barrier"); }
+  void stmt(const SharedStore &s, const Kernel &k, int depth) {
+    line(depth, fmt::format("smem[{}] = {}", expr(s.byteOffset, k), expr(s.value, k)));
+  }
 
   std::string &out_;
 };
@@ -390,6 +411,45 @@ Expr globalLoad(int param, Expr index, Type t, int alignBytes) {
   if (param < 0 || t.lanes < 1)
     misuse("globalLoad with negative param or lanes < 1");
   return make(t, GlobalLoad{param, std::move(index), alignBytes});
+}
+
+Expr extractLane(Expr vec, int lane) {
+  requireExpr(vec, "extractLane");
+  if (lane < 0 || lane >= vec->type.lanes)
+    misuse("extractLane lane out of range");
+  Type t{vec->type.elem, 1};
+  return make(t, ExtractLane{std::move(vec), lane});
+}
+
+Expr makeVector(std::vector<Expr> elems) {
+  if (elems.empty())
+    misuse("makeVector of no elements");
+  for (const Expr &e : elems) {
+    requireExpr(e, "makeVector");
+    if (!(e->type == Type{elems[0]->type.elem, 1}))
+      misuse("makeVector elements of different or vector types");
+  }
+  if (elems.size() == 1)
+    return elems[0];
+  Type t{elems[0]->type.elem, static_cast<int>(elems.size())};
+  return make(t, MakeVector{std::move(elems)});
+}
+
+Expr shflXor(Expr value, int laneMask) {
+  requireExpr(value, "shflXor");
+  if (value->type.lanes != 1 || dtypeBits(value->type.elem) != 32)
+    misuse("shflXor of a non-32-bit or vector value");
+  if (laneMask < 0 || laneMask > 31)
+    misuse("shflXor lane mask out of range");
+  Type t = value->type;
+  return make(t, ShflXor{std::move(value), laneMask});
+}
+
+Expr sharedLoad(Expr byteOffset, Type t) {
+  requireExpr(byteOffset, "sharedLoad");
+  if (!(byteOffset->type == Type{DType::Int32, 1}) || t.lanes != 1)
+    misuse("sharedLoad offset not int32 or vector type");
+  return make(t, SharedLoad{std::move(byteOffset)});
 }
 
 std::string printExpr(const Expr &e, const Kernel &k) {

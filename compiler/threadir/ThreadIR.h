@@ -81,10 +81,29 @@ struct GlobalLoad {
   int alignBytes;
 };
 
+/// Lane `lane` of a vector.
+struct ExtractLane {
+  Expr vec;
+  int lane;
+};
+/// A vector of Node::type.lanes scalars of one type.
+struct MakeVector {
+  std::vector<Expr> elems;
+};
+/// `shfl.sync.bfly` over the full warp: the value of lane (laneid ^ laneMask). 32-bit types.
+struct ShflXor {
+  Expr value;
+  int laneMask;
+};
+/// Reads Node::type from the kernel's static shared scratch at `byteOffset` (Int32).
+struct SharedLoad {
+  Expr byteOffset;
+};
+
 struct Node {
   Type type;
   std::variant<ConstInt, ConstFloat, ParamRef, SpecialReg, VarRef, Unary, Binary, Select, Cast,
-               Broadcast, GlobalLoad>
+               Broadcast, GlobalLoad, ExtractLane, MakeVector, ShflXor, SharedLoad>
       op;
 };
 
@@ -121,10 +140,16 @@ struct ForStmt {
   Body body;
   bool unroll = false;
 };
+/// Block-wide barrier (bar.sync 0).
 struct Barrier {};
+/// Writes a scalar to the kernel's static shared scratch at `byteOffset` (Int32).
+struct SharedStore {
+  Expr byteOffset;
+  Expr value;
+};
 
 struct Stmt {
-  std::variant<DeclVar, AssignVar, GlobalStore, IfStmt, ForStmt, Barrier> op;
+  std::variant<DeclVar, AssignVar, GlobalStore, IfStmt, ForStmt, Barrier, SharedStore> op;
 };
 
 enum class ParamKind { Tensor, Scalar, Dim };
@@ -146,6 +171,8 @@ struct Kernel {
   std::array<Expr, 3> grid;
   /// Dynamic shared memory per block, bytes; above 48 KB the header raises the function's limit.
   int dynamicSharedBytes = 0;
+  /// Static shared scratch per block (cross-warp reductions), 16-byte aligned; 0 for none.
+  int sharedScratchBytes = 0;
 };
 
 struct Module {
@@ -165,6 +192,10 @@ Expr select(Expr c, Expr a, Expr b);
 Expr cast(Expr a, Type t);       // returns a when already of type t
 Expr broadcast(Expr a, int lanes);
 Expr globalLoad(int param, Expr index, Type t, int alignBytes);
+Expr extractLane(Expr vec, int lane);
+Expr makeVector(std::vector<Expr> elems); // all of one scalar type
+Expr shflXor(Expr value, int laneMask);   // 32-bit scalar
+Expr sharedLoad(Expr byteOffset, Type t); // scalar
 
 /// Human-readable form, one statement a line; used by `--dump-after=thread-ir` and lit tests.
 std::string print(const Module &m);

@@ -5,6 +5,9 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -57,6 +60,74 @@ inline double medianMs(const std::function<void()> &fn, int warmup = 10, int rep
   CK(cuEventDestroy(b));
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
+}
+
+/// IEEE binary16 <-> float, round to nearest even (host side of float16 tensors).
+inline uint16_t toHalf(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  uint32_t sign = (x >> 16) & 0x8000u, mag = x & 0x7fffffffu;
+  if (mag >= 0x7f800000u) // inf or NaN
+    return static_cast<uint16_t>(sign | 0x7c00u | (mag > 0x7f800000u ? 0x200u : 0));
+  if (mag >= 0x477ff000u) // rounds to >= 65520: overflow to inf
+    return static_cast<uint16_t>(sign | 0x7c00u);
+  if (mag < 0x38800000u) { // subnormal or zero in half
+    float a;
+    uint32_t m = mag;
+    std::memcpy(&a, &m, 4);
+    return static_cast<uint16_t>(sign | static_cast<uint32_t>(std::nearbyint(a * 16777216.0f)));
+  }
+  uint32_t h = ((mag - 0x38000000u) >> 13);
+  uint32_t rest = mag & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u)))
+    ++h;
+  return static_cast<uint16_t>(sign | h);
+}
+
+inline float fromHalf(uint16_t h) {
+  uint32_t sign = (h & 0x8000u) << 16, exp = (h >> 10) & 0x1fu, man = h & 0x3ffu;
+  float f;
+  if (exp == 0) {
+    f = std::ldexp(static_cast<float>(man), -24);
+    return sign ? -f : f;
+  }
+  uint32_t x = exp == 31 ? (sign | 0x7f800000u | (man << 13))
+                         : (sign | ((exp + 112u) << 23) | (man << 13));
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+/// ||out - ref|| / ||ref||, and whether any output is NaN (poison left or a bad value).
+struct ErrorStats {
+  double rel = 0;
+  long long nan = 0;
+};
+inline ErrorStats relError(const std::vector<float> &out, const std::vector<double> &ref) {
+  ErrorStats s;
+  double num = 0, den = 0;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (std::isnan(out[i])) {
+      ++s.nan;
+      continue;
+    }
+    double d = out[i] - ref[i];
+    num += d * d;
+    den += ref[i] * ref[i];
+  }
+  s.rel = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  return s;
+}
+
+/// Bytes/ms of a device-to-device copy of `bytes` bytes (read + written), for the ceiling.
+inline double copyGBs(size_t bytes) {
+  CUdeviceptr src, dst;
+  CK(cuMemAlloc(&src, bytes));
+  CK(cuMemAlloc(&dst, bytes));
+  CK(cuMemsetD8(src, 1, bytes));
+  double ms = medianMs([&] { CK(cuMemcpyDtoDAsync(dst, src, bytes, nullptr)); });
+  CK(cuMemFree(src));
+  CK(cuMemFree(dst));
+  return 2.0 * bytes / ms / 1e6;
 }
 
 } // namespace gputest

@@ -1,0 +1,153 @@
+// Internal to lower/: the per-kernel lowering state, split over Lower.cpp (global memory,
+// expressions, control flow) and LowerFragments.cpp (fragments, reductions, tile copies).
+#pragma once
+
+#include "analysis/FragmentLayout.h"
+#include "analysis/ParallelLayout.h"
+#include "lower/Lower.h"
+
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <vector>
+
+namespace tilec::lower::detail {
+
+
+using thir::Type;
+
+// The two IRs spell their operators in the same order; lowering maps them one to one.
+inline thir::UnOp mapUnOp(tile::UnOp op) { return static_cast<thir::UnOp>(static_cast<int>(op)); }
+inline thir::BinOp mapBinOp(tile::BinOp op) {
+  return static_cast<thir::BinOp>(static_cast<int>(op));
+}
+
+/// Conservative integer bounds of an index expression, for eliding provably true mask checks.
+struct Interval {
+  int64_t lo = std::numeric_limits<int64_t>::min() / 4;
+  int64_t hi = std::numeric_limits<int64_t>::max() / 4;
+};
+
+/// What a tile variable stands for while its body is lowered.
+struct Binding {
+  thir::Expr value;      // scalar value (loop variables, parameters, dims, block indices)
+  std::optional<Interval> range;
+};
+
+/// Lane context of a vectorized Parallel body: the innermost loop variable's lane-0 value.
+struct LaneContext {
+  int lanes = 1;
+  int innerVarId = -1;
+};
+
+struct Access {
+  tile::BufferPtr buffer;
+  std::vector<tile::Expr> indices;
+};
+
+void collectAccesses(const tile::Expr &e, std::vector<Access> &out);
+
+/// The element of a distributed fragment that a Parallel loop body is being lowered for.
+struct ElementContext {
+  const analysis::FragmentLayout *layout = nullptr;
+  std::vector<int> loopVarIds; // the loop's variables, outermost first
+  int64_t slot = 0;            // step * vector + lane
+};
+
+class KernelLowering {
+public:
+  KernelLowering(const tile::Kernel &k, DiagnosticEngine &diags) : k_(k), diags_(diags) {}
+  std::optional<thir::Kernel> run();
+
+  std::vector<std::pair<SourceLoc, analysis::ParallelLayout>> layouts_;
+  std::map<int, analysis::FragmentLayout> fragmentLayouts_;
+
+private:
+  void unsupported(SourceLoc loc, const std::string &what);
+
+  void bind(const tile::Var &v, thir::Expr e, std::optional<Interval> r = std::nullopt);
+
+  // ---- Expressions ---------------------------------------------------------------------------
+  /// Grid extents are evaluated by the host: dims are Int64 parameters there.
+  thir::Expr hostExpr(const tile::Expr &e);
+
+  static thir::Expr widen(thir::Expr e, int lanes);
+
+  Interval range(const tile::Expr &e);
+
+  /// In-bounds predicate of a global access; checks that hold for every value are left out.
+  /// `extraLast` widens the last dimension's check to a whole vector.
+  thir::Expr inBounds(const Access &a, const LaneContext &lc, int extraLast);
+
+  /// Element offset (Int64) of a global access; with lanes, the offset of lane 0.
+  thir::Expr offset(const tile::BufferPtr &buf, const std::vector<tile::Expr> &idx,
+                    const LaneContext &lc);
+
+  bool dependsOnLanes(const tile::Expr &e, const LaneContext &lc);
+
+  /// Lowers a value. With lanes > 1 the result is a vector unless the value is the same in
+  /// every lane; `scalarIndex` asks for lane 0 of an index instead (the vector path addresses
+  /// memory from lane 0).
+  thir::Expr lowerExpr(const tile::Expr &e, const LaneContext &lc, bool scalarIndex = false);
+
+  thir::Expr lowerLoad(const tile::Expr &e, const tile::Load &op, const LaneContext &lc);
+
+  void noteAlign(int param, int align);
+
+  // ---- Statements ----------------------------------------------------------------------------
+  void lowerBody(const tile::Body &body, thir::Body &out, const LaneContext &lc);
+
+  void lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneContext &lc);
+
+  void lowerStore(const tile::Stmt &s, const tile::Store &st, thir::Body &out,
+                  const LaneContext &lc);
+
+  bool dependsOnLanesIndex(const std::vector<tile::Expr> &idx, const LaneContext &lc);
+
+  void lowerSerial(const tile::Stmt &s, const tile::For &f, thir::Body &out,
+                   const LaneContext &lc);
+
+  /// Assigns iterations to threads per analysis::planParallelLoop; with a vector width > 1 the
+  /// body runs once as vectors when the whole vector is in bounds and aligned, and element by
+  /// element (masked) otherwise.
+  void lowerParallel(const tile::Stmt &s, const tile::For &f, thir::Body &out);
+
+  void gatherAccesses(const tile::Body &b, std::vector<Access> &out);
+
+  // ---- LowerFragments.cpp --------------------------------------------------------------------
+  bool declareFragments(thir::Body &out);
+  bool isOnChip(const tile::BufferPtr &b) const;
+  thir::Expr slotVar(const tile::BufferPtr &b, int64_t slot);
+  /// The flat element index of `indices` into `b`, as a tile expression.
+  tile::Expr flatIndex(const tile::BufferPtr &b, const std::vector<tile::Expr> &indices);
+  thir::Expr fragmentRead(const tile::Expr &e, const tile::Load &op);
+  void fragmentWrite(const tile::Stmt &s, const tile::Store &st, thir::Expr value,
+                     thir::Body &out);
+  bool lowerFragmentParallel(const tile::Stmt &s, const tile::For &f, thir::Body &out);
+  void lowerReplicatedParallel(const tile::Stmt &s, const tile::For &f, thir::Body &out);
+  void lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::Body &out);
+  void lowerFill(const tile::Stmt &s, const tile::Fill &f, thir::Body &out);
+  void lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thir::Body &out);
+  /// Binds a Parallel loop's variables for flat element index `flat` whose value lies in
+  /// [lo, hi]; variables whose value is the same over that range become constants.
+  void bindFlat(const tile::For &f, const thir::Expr &flat, int64_t lo, int64_t hi);
+
+  const tile::Kernel &k_;
+  DiagnosticEngine &diags_;
+  thir::Kernel out_;
+  bool failed_ = false;
+  bool inParallel_ = false;
+  int nextVar_ = 0;
+  std::map<int, Binding> bindings_;
+  std::map<int, int> dimParams_;
+  std::map<int, std::pair<int, Type>> letVars_;
+  std::set<int> declaredHere_;
+  std::set<int> vectorLets_;
+  std::map<int, int> varBuffers_;
+  std::map<int, int> paramAlign_;
+  std::map<int, std::vector<int>> slotVars_; // fragment/local buffer id -> per-slot variables
+  std::optional<ElementContext> element_;
+};
+
+} // namespace tilec::lower::detail

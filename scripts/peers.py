@@ -1,0 +1,43 @@
+# Peers measured on the GPU machine beside tilec's kernels, same shapes as tests/gpu/*_gpu.cpp:
+# torch.softmax, RMSNorm+SiLU in PyTorch eager and torch.compile, and a device copy. Prints
+# one line per case: name, median ms, GB/s (bytes read + written, fp16).
+import torch
+from triton.testing import do_bench
+
+torch.manual_seed(0)
+dev = "cuda"
+rows = []
+
+
+def gbs(nbytes, ms):
+    return nbytes / ms / 1e6
+
+
+M = 1 << 16
+x = torch.randn(M, 1024, device=dev, dtype=torch.float16)
+ms = do_bench(lambda: torch.softmax(x, dim=-1), warmup=50, rep=300, return_mode="median")
+rows.append(("torch.softmax 65536x1024 fp16", ms, gbs(2 * x.numel() * 2, ms)))
+
+x = torch.randn(M, 640, device=dev, dtype=torch.float16)
+w = torch.randn(640, device=dev, dtype=torch.float16)
+
+
+def rms_silu():
+    xf = x.float()
+    y = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float()
+    return torch.nn.functional.silu(y).half()
+
+
+ms = do_bench(rms_silu, warmup=50, rep=300, return_mode="median")
+rows.append(("rmsnorm+silu eager 65536x640 fp16", ms, gbs(2 * x.numel() * 2, ms)))
+compiled = torch.compile(rms_silu)
+compiled()
+ms = do_bench(compiled, warmup=50, rep=300, return_mode="median")
+rows.append(("rmsnorm+silu torch.compile 65536x640 fp16", ms, gbs(2 * x.numel() * 2, ms)))
+
+a = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
+b = torch.empty_like(a)
+ms = do_bench(lambda: b.copy_(a), warmup=20, rep=200, return_mode="median")
+rows.append(("d2d copy 1 GiB", ms, gbs(2 * a.numel(), ms)))
+for name, ms, g in rows:
+    print(f"PEER {name:45s} {ms:9.4f} ms {g:9.1f} GB/s")
