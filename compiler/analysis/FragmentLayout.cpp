@@ -11,6 +11,62 @@ int64_t FragmentLayout::total() const {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
 }
 
+int64_t FragmentLayout::slots() const {
+  switch (kind) {
+  case Kind::Flat:
+    return steps() * vector;
+  case Kind::RowGroups:
+    return rowsPerGroup() * stepsPerRow() * vector;
+  case Kind::Replicated:
+    return total();
+  case Kind::GroupReplicated:
+    return rowsPerGroup();
+  }
+  return total();
+}
+
+std::string FragmentLayout::describe() const {
+  switch (kind) {
+  case Kind::Flat:
+    return fmt::format("flat: chunks of {} consecutive elements dealt round-robin to {} threads",
+                       vector, threads);
+  case Kind::RowGroups:
+    return fmt::format("row groups: {} groups of {} threads, group g owns rows g, g+{}, ...; a "
+                       "row's chunks of {} dealt round-robin within its group",
+                       groups, groupThreads(), groups, vector);
+  case Kind::Replicated:
+    return "replicated: every thread holds every element";
+  case Kind::GroupReplicated:
+    return fmt::format("group-replicated: element i held by the {} threads of group i % {}",
+                       groupThreads(), groups);
+  }
+  return "";
+}
+
+namespace {
+
+/// The row-group split of a 2-D (R, C) fragment: P threads a row group, preferring rows that fit
+/// in part of a warp (reductions by shuffles only) and the least idle lanes.
+int64_t chooseGroupThreads(int64_t R, int64_t chunksPerRow, int64_t T) {
+  int64_t best = -1, bestWaste = 0;
+  for (int64_t P = 1; P <= T; P *= 2) {
+    if (T % P != 0)
+      continue;
+    int64_t G = T / P;
+    if (G > R || R % G != 0)
+      continue;
+    int64_t waste = ((chunksPerRow + P - 1) / P) * P - chunksPerRow;
+    bool inWarp = P <= 32;
+    bool bestInWarp = best > 0 && best <= 32;
+    if (best < 0 || (inWarp && !bestInWarp) ||
+        (inWarp == bestInWarp && (waste < bestWaste || (waste == bestWaste && inWarp == (P > best)))))
+      best = P, bestWaste = waste;
+  }
+  return best > 0 ? best : T;
+}
+
+} // namespace
+
 namespace {
 
 bool onChip(const tile::BufferPtr &b) {
@@ -113,32 +169,72 @@ public:
         byId_[b->id] = b;
       }
     walk(k_.body);
+    // Distributed groups first: replicated groups derive their layout from a reduction source.
+    std::map<int, FragmentLayout> byGroup;
     for (const auto &[id, buf] : byId_) {
       int root = groups_.find(id);
       GroupFacts &f = facts_[root];
+      if (buf->scope == tile::Scope::Local || f.replicated || byGroup.count(root))
+        continue;
       FragmentLayout l;
       l.shape = constShape(buf->shape);
       l.threads = k_.threads;
-      if (buf->scope == tile::Scope::Local || f.replicated) {
-        l.kind = FragmentLayout::Kind::Replicated;
-        l.vector = 1;
-        l.fixedBy = buf->scope == tile::Scope::Local ? "alloc_local (per-thread array)"
-                                                     : f.replicatedBy;
-        l.fixedAt = buf->scope == tile::Scope::Local ? buf->loc : f.replicatedAt;
+      int v = f.vector;
+      std::string reason = f.vectorReason;
+      int64_t inner = l.shape.back();
+      while (v > 1 && inner % v != 0) {
+        v /= 2;
+        reason = fmt::format("the last dimension {} is a multiple of {} only", inner, v);
+      }
+      l.vector = v;
+      l.vectorReason = reason;
+      l.fixedBy = "free: coalesced, vectorized global access";
+      l.fixedAt = buf->loc;
+      if (l.shape.size() == 2) {
+        l.kind = FragmentLayout::Kind::RowGroups;
+        l.groups = l.threads / chooseGroupThreads(l.shape[0], l.chunksPerRow(), l.threads);
       } else {
-        int v = f.vector;
-        std::string reason = f.vectorReason;
-        int64_t inner = l.shape.back();
-        while (v > 1 && inner % v != 0) {
-          v /= 2;
-          reason = fmt::format("the last dimension {} is a multiple of {} only", inner, v);
-        }
-        // A thread holds whole vectors; more than one register chunk per thread is fine.
-        l.kind = FragmentLayout::Kind::Distributed;
-        l.vector = v;
-        l.vectorReason = reason;
-        l.fixedBy = "free: coalesced, vectorized global access";
+        l.kind = FragmentLayout::Kind::Flat;
+      }
+      byGroup[root] = l;
+    }
+    for (const ReduceInfo &r : reduces_) {
+      int root = groups_.find(r.dst->id);
+      FragmentLayout l;
+      l.shape = constShape(r.dst->shape);
+      l.threads = k_.threads;
+      l.fixedBy = fmt::format("reduction at line {}", r.loc.line);
+      l.fixedAt = r.loc;
+      auto src = byGroup.find(groups_.find(r.src->id));
+      if (src != byGroup.end() && src->second.kind == FragmentLayout::Kind::RowGroups &&
+          r.dim == 1 && l.shape.size() == 1) {
+        l.kind = FragmentLayout::Kind::GroupReplicated;
+        l.groups = src->second.groups;
+      } else {
+        l.kind = FragmentLayout::Kind::Replicated;
+      }
+      auto [it, inserted] = byGroup.emplace(root, l);
+      if (!inserted && !it->second.sameAs(l)) {
+        diags_.error(r.loc, fmt::format("layout conflict: the result of this reduction, '{}', "
+                                        "would be {}, but '{}' already is {} (fixed by the {})",
+                                        r.dst->name, l.describe(), r.dst->name,
+                                        it->second.describe(), it->second.fixedBy));
+        diags_.note(it->second.fixedAt, "the other layout is fixed here");
+        return false;
+      }
+    }
+    for (const auto &[id, buf] : byId_) {
+      int root = groups_.find(id);
+      FragmentLayout l;
+      if (buf->scope == tile::Scope::Local || !byGroup.count(root)) {
+        l.kind = FragmentLayout::Kind::Replicated;
+        l.shape = constShape(buf->shape);
+        l.threads = k_.threads;
+        l.fixedBy = buf->scope == tile::Scope::Local ? "alloc_local (per-thread array)"
+                                                     : "replicated";
         l.fixedAt = buf->loc;
+      } else {
+        l = byGroup.at(root);
       }
       if (l.slots() > 512) {
         diags_.error(buf->loc, fmt::format("not supported yet: fragment '{}' needs {} registers "
@@ -206,9 +302,12 @@ private:
         if (onChip(dst) && src->scope == tile::Scope::Global)
           limitVector(dst->id, src->dtype, fmt::format("loads from '{}'", src->name));
       } else if (auto *r = std::get_if<tile::Reduce>(&s.op)) {
-        if (onChip(r->dst.buffer))
+        if (onChip(r->dst.buffer)) {
           replicate(r->dst.buffer->id,
                     fmt::format("{} at line {}", "reduction result", s.loc.line), s.loc);
+          if (onChip(r->src.buffer))
+            reduces_.push_back({r->src.buffer, r->dst.buffer, r->dim, s.loc});
+        }
       }
     }
   }
@@ -241,6 +340,12 @@ private:
   Groups groups_;
   std::map<int, GroupFacts> facts_;
   std::map<int, tile::BufferPtr> byId_;
+  struct ReduceInfo {
+    tile::BufferPtr src, dst;
+    int dim;
+    SourceLoc loc;
+  };
+  std::vector<ReduceInfo> reduces_;
 };
 
 } // namespace

@@ -1,19 +1,24 @@
 // Layout inference for fragments (register tiles spread over a block's threads) on the paths
 // that need no tensor core: elementwise Parallel loops, reductions, copies.
 //
-// Two layouts exist today:
-//  - Distributed ("free"): the fragment's elements, flattened row-major, are dealt to threads in
-//    chunks of `vector` consecutive elements, chunk c to thread c % threads at step c / threads.
-//    A warp's chunks are contiguous, so copies to and from global memory coalesce and move
-//    `vector` elements per access. Slot (step * vector + lane) of thread t holds flat element
-//    ((step * threads + t) * vector + lane).
-//  - Replicated: every thread holds every element (slot = flat index). Reduction results are
-//    replicated, so any thread can read any row's value without communication.
+// Layouts (T threads, vector width v):
+//  - Flat: the elements, flattened row-major, are dealt to threads in chunks of v consecutive
+//    elements, chunk c to thread c % T at step c / T. Slot (step * v + lane) of thread t holds
+//    flat element ((step * T + t) * v + lane). Used for 1-D and higher-rank fragments.
+//  - RowGroups (2-D (R, C)): the threads form G groups of P = T / G; group g owns rows
+//    g, g + G, ...; within a row, chunks of v are dealt round-robin to the group's P threads.
+//    Slot ((ri * stepsPerRow + sq) * v + lane) of thread g * P + tg holds element
+//    (ri * G + g, ((sq * P + tg) * v + lane)). With P <= 32 a row lives in part of one warp, so
+//    a row reduction needs no shared memory.
+//  - Replicated: every thread holds every element (slot = flat index).
+//  - GroupReplicated (1-D (R,)): element i is held at slot i / G by every thread of group
+//    i % G: the result of reducing a RowGroups fragment along its rows.
 //
 // Propagation ("common"): fragments that meet in a Parallel loop or a fragment-to-fragment copy
-// share one layout; a group that holds a reduction's result is replicated; every other group is
-// distributed, with the widest vector every global access of the group allows (16 bytes).
-// alloc_local buffers are per-thread arrays, laid out like replicated fragments.
+// share one layout; a group that holds a reduction's result takes the layout the reduction's
+// source implies; every other group is distributed ("free") with the widest vector every global
+// access of the group allows (16 bytes). alloc_local buffers are per-thread arrays, laid out like
+// replicated fragments.
 #pragma once
 
 #include "support/Diagnostics.h"
@@ -26,23 +31,33 @@
 namespace tilec::analysis {
 
 struct FragmentLayout {
-  enum class Kind { Distributed, Replicated };
-  Kind kind = Kind::Distributed;
+  enum class Kind { Flat, RowGroups, Replicated, GroupReplicated };
+  Kind kind = Kind::Flat;
   std::vector<int64_t> shape;
   int64_t threads = 1;
   int vector = 1;
+  int64_t groups = 1; // G, for RowGroups and GroupReplicated
   int64_t total() const;
   int64_t chunks() const { return total() / vector; }
+  /// Flat: chunks a thread holds.
   int64_t steps() const { return (chunks() + threads - 1) / threads; }
+  int64_t groupThreads() const { return threads / groups; }
+  int64_t rows() const { return shape.front(); }
+  int64_t rowsPerGroup() const { return (rows() + groups - 1) / groups; }
+  int64_t chunksPerRow() const { return shape.back() / vector; }
+  int64_t stepsPerRow() const { return (chunksPerRow() + groupThreads() - 1) / groupThreads(); }
+  bool distributed() const { return kind == Kind::Flat || kind == Kind::RowGroups; }
   /// Registers one thread holds for the buffer.
-  int64_t slots() const { return kind == Kind::Replicated ? total() : steps() * vector; }
+  int64_t slots() const;
+  std::string describe() const;
   /// The operation that fixed the layout, for the report ("reduce_max at 12:9", "free").
   std::string fixedBy;
   SourceLoc fixedAt;
   /// Why the vector width is what it is.
   std::string vectorReason;
   bool sameAs(const FragmentLayout &o) const {
-    return kind == o.kind && shape == o.shape && threads == o.threads && vector == o.vector;
+    return kind == o.kind && shape == o.shape && threads == o.threads && vector == o.vector &&
+           groups == o.groups;
   }
 };
 

@@ -175,6 +175,16 @@ bool writeOutputs(Session &s, const fs::path &dir,
     s.diags.error({}, fmt::format("output directory '{}' does not exist", dir.string()));
     return false;
   }
+  // An output name taken by something that is not a file (a directory) would make a rename
+  // fail after others succeeded; refuse before writing anything.
+  for (const auto &[name, content] : files) {
+    fs::path final = dir / name;
+    if (fs::exists(fs::symlink_status(final, ec)) && !fs::is_regular_file(final, ec)) {
+      s.diags.error({}, fmt::format("cannot write '{}': it exists and is not a regular file",
+                                    final.string()));
+      return false;
+    }
+  }
   std::vector<std::pair<fs::path, fs::path>> staged;
   auto cleanup = [&]() {
     for (auto &[tmp, final] : staged)
@@ -193,13 +203,18 @@ bool writeOutputs(Session &s, const fs::path &dir,
       return false;
     }
   }
+  size_t renamed = 0;
   for (auto &[tmp, final] : staged) {
     fs::rename(tmp, final, ec);
     if (ec) {
       s.diags.error({}, fmt::format("cannot write '{}': {}", final.string(), ec.message()));
       cleanup();
+      // The outputs already renamed are from this failed run: remove them too.
+      for (size_t i = 0; i < renamed; ++i)
+        fs::remove(staged[i].second, ec);
       return false;
     }
+    ++renamed;
   }
   return true;
 }

@@ -45,10 +45,11 @@ int main(int argc, char **argv) {
 
   auto addCommon = [&](CLI::App *cmd) {
     cmd->add_option("file", opts.input, "the .tile source")->required();
+    // One value per flag, so that `-D X=1 FILE` does not take FILE as a second define.
     cmd->add_option("-D", defines, "NAME=VALUE: override a const or fix a symbolic dimension")
-        ->take_all();
+        ->allow_extra_args(false);
     cmd->add_option("-I", opts.includeDirs, "search DIR for imported modules (before the stdlib)")
-        ->take_all();
+        ->allow_extra_args(false);
     cmd->add_option("--dump-after", opts.dumpAfter, "print a stage's output to stdout")
         ->check(CLI::IsMember({"ast", "tile-ir", "thread-ir"}));
   };
@@ -66,8 +67,11 @@ int main(int argc, char **argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError &e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 1;
+    if (e.get_exit_code() == 0) // --help, --version
+      return app.exit(e);
+    // Usage errors follow the diagnostic format like every other error.
+    std::cerr << "tilec: error: " << e.what() << "\nrun 'tilec --help' for usage\n";
+    return 1;
   }
   for (const std::string &d : defines)
     if (!parseDefine(d, opts)) {

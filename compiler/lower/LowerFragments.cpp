@@ -137,10 +137,18 @@ tile::Expr KernelLowering::flatIndex(const tile::BufferPtr &b,
   return flat ? flat : tile::intImm(0);
 }
 
-void KernelLowering::bindFlat(const tile::For &f, const thir::Expr &flat, int64_t lo, int64_t hi) {
+namespace {
+
+/// Row-major decomposition of a flat index whose value lies in [lo, hi]: an index that is the
+/// same over the whole range becomes a constant.
+void decompose(const thir::Expr &flat, int64_t lo, int64_t hi, const std::vector<int64_t> &shape,
+               std::vector<thir::Expr> &index, std::vector<Interval> &range) {
+  size_t rank = shape.size();
+  index.assign(rank, nullptr);
+  range.assign(rank, Interval{});
   int64_t stride = 1;
-  for (size_t d = f.vars.size(); d-- > 0;) {
-    int64_t ext = *tile::asConstInt(f.extents[d]);
+  for (size_t d = rank; d-- > 0;) {
+    int64_t ext = shape[d];
     int64_t vlo = lo / stride, vhi = hi / stride;
     Interval r{0, ext - 1};
     if (d == 0)
@@ -157,26 +165,151 @@ void KernelLowering::bindFlat(const tile::For &f, const thir::Expr &flat, int64_
       if (d != 0)
         x = thir::binary(thir::BinOp::Mod, x, i32(ext));
     }
-    bind(*f.vars[d], x, r);
+    index[d] = x;
+    range[d] = r;
     stride *= ext;
   }
+}
+
+thir::Expr conj(thir::Expr a, thir::Expr b) {
+  if (!a)
+    return b;
+  if (!b)
+    return a;
+  return thir::binary(thir::BinOp::And, a, b);
+}
+
+} // namespace
+
+std::vector<ChunkRef> KernelLowering::chunksOf(const FragmentLayout &l) {
+  std::vector<ChunkRef> out;
+  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  int64_t T = l.threads, v = l.vector;
+  switch (l.kind) {
+  case FragmentLayout::Kind::Flat: {
+    int64_t chunks = l.chunks(), total = l.total();
+    for (int64_t step = 0; step < l.steps(); ++step) {
+      ChunkRef c;
+      c.slot0 = step * v;
+      thir::Expr chunk = thir::binary(thir::BinOp::Add, i32(step * T), tid);
+      if ((step + 1) * T > chunks)
+        c.guard = thir::binary(thir::BinOp::Lt, chunk, i32(chunks));
+      int64_t lo = step * T * v, hi = std::min((step * T + T - 1) * v, total - v);
+      decompose(thir::binary(thir::BinOp::Mul, chunk, i32(v)), lo, hi, l.shape, c.index, c.range);
+      out.push_back(std::move(c));
+    }
+    break;
+  }
+  case FragmentLayout::Kind::RowGroups: {
+    int64_t G = l.groups, P = l.groupThreads(), R = l.rows(), cpr = l.chunksPerRow();
+    thir::Expr g = P == 1 ? tid : thir::binary(thir::BinOp::FloorDiv, tid, i32(P));
+    thir::Expr tg = thir::binary(thir::BinOp::Mod, tid, i32(P));
+    for (int64_t ri = 0; ri < l.rowsPerGroup(); ++ri) {
+      for (int64_t sq = 0; sq < l.stepsPerRow(); ++sq) {
+        ChunkRef c;
+        c.rowIter = ri;
+        c.slot0 = (ri * l.stepsPerRow() + sq) * v;
+        thir::Expr row = G == 1 ? i32(ri) : thir::binary(thir::BinOp::Add, i32(ri * G), g);
+        thir::Expr q = thir::binary(thir::BinOp::Add, i32(sq * P), tg);
+        if ((ri + 1) * G > R)
+          c.guard = thir::binary(thir::BinOp::Lt, row, i32(R));
+        if ((sq + 1) * P > cpr)
+          c.guard = conj(c.guard, thir::binary(thir::BinOp::Lt, q, i32(cpr)));
+        c.index = {row, thir::binary(thir::BinOp::Mul, q, i32(v))};
+        c.range = {Interval{ri * G, std::min(ri * G + G - 1, R - 1)},
+                   Interval{sq * P * v, std::min(sq * P + P - 1, cpr - 1) * v}};
+        if (G == 1)
+          c.range[0] = {ri, ri};
+        if (P == 1 || c.range[1].lo == c.range[1].hi)
+          c.index[1] = i32(c.range[1].lo);
+        out.push_back(std::move(c));
+      }
+    }
+    break;
+  }
+  case FragmentLayout::Kind::Replicated: {
+    for (int64_t e = 0; e < l.total(); ++e) {
+      ChunkRef c;
+      c.slot0 = e;
+      decompose(i32(e), e, e, l.shape, c.index, c.range);
+      out.push_back(std::move(c));
+    }
+    break;
+  }
+  case FragmentLayout::Kind::GroupReplicated: {
+    int64_t G = l.groups, P = l.groupThreads(), R = l.rows();
+    thir::Expr g = P == 1 ? tid : thir::binary(thir::BinOp::FloorDiv, tid, i32(P));
+    for (int64_t ri = 0; ri < l.rowsPerGroup(); ++ri) {
+      ChunkRef c;
+      c.slot0 = ri;
+      c.rowIter = ri;
+      thir::Expr row = G == 1 ? i32(ri) : thir::binary(thir::BinOp::Add, i32(ri * G), g);
+      if ((ri + 1) * G > R)
+        c.guard = thir::binary(thir::BinOp::Lt, row, i32(R));
+      c.index = {row};
+      c.range = {G == 1 ? Interval{ri, ri} : Interval{ri * G, std::min(ri * G + G - 1, R - 1)}};
+      out.push_back(std::move(c));
+    }
+    break;
+  }
+  }
+  return out;
+}
+
+void KernelLowering::bindChunk(const std::vector<tile::VarPtr> &vars, const ChunkRef &c,
+                               int64_t lane) {
+  for (size_t d = 0; d < vars.size(); ++d) {
+    thir::Expr x = c.index[d];
+    Interval r = c.range[d];
+    if (d + 1 == vars.size() && lane != 0) {
+      x = std::holds_alternative<thir::ConstInt>(x->op)
+              ? i32(std::get<thir::ConstInt>(x->op).value + lane)
+              : thir::binary(thir::BinOp::Add, x, i32(lane));
+      r = {r.lo + lane, r.hi + lane};
+    }
+    bind(*vars[d], x, r);
+  }
+}
+
+bool KernelLowering::isOwnElement(const std::vector<tile::Expr> &indices) const {
+  if (!element_ || indices.size() != element_->loopVarIds.size())
+    return false;
+  for (size_t d = 0; d < indices.size(); ++d) {
+    auto *ref = std::get_if<tile::VarRef>(&indices[d]->op);
+    if (!ref || ref->var->id != element_->loopVarIds[d])
+      return false;
+  }
+  return true;
+}
+
+int64_t KernelLowering::ownSlot(const tile::BufferPtr &buf,
+                                const std::vector<tile::Expr> &indices) const {
+  if (!element_)
+    return -1;
+  const FragmentLayout &l = fragmentLayouts_.at(buf->id);
+  const FragmentLayout &e = *element_->layout;
+  if (l.distributed() && l.sameAs(e) && isOwnElement(indices))
+    return element_->slot;
+  // A row value (GroupReplicated) read from the loop over its rows or over the rows' elements.
+  if (l.kind == FragmentLayout::Kind::GroupReplicated && indices.size() == 1 &&
+      (e.kind == FragmentLayout::Kind::RowGroups || e.kind == FragmentLayout::Kind::GroupReplicated) &&
+      e.groups == l.groups && e.threads == l.threads && e.rows() == l.rows()) {
+    auto *ref = std::get_if<tile::VarRef>(&indices[0]->op);
+    if (ref && ref->var->id == element_->loopVarIds[0])
+      return element_->rowIter;
+  }
+  return -1;
 }
 
 thir::Expr KernelLowering::fragmentRead(const tile::Expr &e, const tile::Load &op) {
   const tile::BufferPtr &buf = op.buffer;
   const FragmentLayout &l = fragmentLayouts_.at(buf->id);
-  if (l.kind == FragmentLayout::Kind::Distributed) {
-    bool own = element_ && element_->layout->sameAs(l) &&
-               op.indices.size() == element_->loopVarIds.size();
-    for (size_t d = 0; own && d < op.indices.size(); ++d) {
-      auto *ref = std::get_if<tile::VarRef>(&op.indices[d]->op);
-      own = ref && ref->var->id == element_->loopVarIds[d];
-    }
-    if (own)
-      return slotVar(buf, element_->slot);
-    unsupported(e->loc, fmt::format("reading fragment '{}' at an element other than the Parallel "
-                                    "loop's own (its elements are spread over threads)",
-                                    buf->name));
+  if (int64_t slot = ownSlot(buf, op.indices); slot >= 0)
+    return slotVar(buf, slot);
+  if (l.kind != FragmentLayout::Kind::Replicated) {
+    unsupported(e->loc, fmt::format("reading fragment '{}' at an element this thread does not "
+                                    "hold (its layout: {})",
+                                    buf->name, l.describe()));
     return nullptr;
   }
   tile::Expr flat = flatIndex(buf, op.indices);
@@ -203,20 +336,14 @@ void KernelLowering::fragmentWrite(const tile::Stmt &s, const tile::Store &st, t
                                    thir::Body &out) {
   const tile::BufferPtr &buf = st.buffer;
   const FragmentLayout &l = fragmentLayouts_.at(buf->id);
-  if (l.kind == FragmentLayout::Kind::Distributed) {
-    bool own = element_ && element_->layout->sameAs(l) &&
-               st.indices.size() == element_->loopVarIds.size();
-    for (size_t d = 0; own && d < st.indices.size(); ++d) {
-      auto *ref = std::get_if<tile::VarRef>(&st.indices[d]->op);
-      own = ref && ref->var->id == element_->loopVarIds[d];
-    }
-    if (!own) {
-      unsupported(s.loc, fmt::format("writing fragment '{}' outside a Parallel loop over its own "
-                                     "elements (its elements are spread over threads)",
-                                     buf->name));
-      return;
-    }
-    out.push_back({thir::AssignVar{slotVars_.at(buf->id).at(element_->slot), value}});
+  if (int64_t slot = ownSlot(buf, st.indices); slot >= 0) {
+    out.push_back({thir::AssignVar{slotVars_.at(buf->id).at(slot), value}});
+    return;
+  }
+  if (l.kind != FragmentLayout::Kind::Replicated) {
+    unsupported(s.loc, fmt::format("writing fragment '{}' at an element this thread does not "
+                                   "hold (its layout: {})",
+                                   buf->name, l.describe()));
     return;
   }
   tile::Expr flat = flatIndex(buf, st.indices);
@@ -255,11 +382,29 @@ bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For 
       continue;
     anyOnChip = true;
     const FragmentLayout &l = fragmentLayouts_.at(b->id);
-    if (!anchor && l.kind == FragmentLayout::Kind::Distributed && l.shape == loopShape)
+    if (l.shape != loopShape || l.kind == FragmentLayout::Kind::Replicated)
+      continue;
+    // A distributed fragment decides over a row-replicated one.
+    if (!anchor || (anchor->kind == FragmentLayout::Kind::GroupReplicated && l.distributed()))
       anchor = &l;
   }
   if (!anyOnChip)
     return false;
+  FragmentLayout replicated;
+  if (!anchor) {
+    // Every thread runs every iteration: the loop only touches replicated data.
+    replicated.kind = FragmentLayout::Kind::Replicated;
+    replicated.shape = loopShape;
+    replicated.threads = k_.threads;
+    if (replicated.total() > 1024) {
+      unsupported(s.loc, fmt::format("a Parallel loop of {} iterations over replicated "
+                                     "fragments (the limit is 1024)",
+                                     replicated.total()));
+      return true;
+    }
+    anchor = &replicated;
+  }
+  const FragmentLayout &l = *anchor;
   std::vector<int> loopVarIds;
   for (const tile::VarPtr &v : f.vars)
     loopVarIds.push_back(v->id);
@@ -267,70 +412,35 @@ bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For 
   for (const auto &[id, v] : letVars_)
     outerLets.insert(id);
   std::set<int> savedDeclared = declaredHere_;
-  auto endElement = [&]() {
-    declaredHere_ = savedDeclared;
-    for (auto it = letVars_.begin(); it != letVars_.end();)
-      it = outerLets.count(it->first) ? std::next(it) : letVars_.erase(it);
-  };
   inParallel_ = true;
-  if (!anchor) {
-    // Every thread runs every iteration: the loop only touches replicated data.
-    int64_t total = 1;
-    for (int64_t e : loopShape)
-      total *= e;
-    if (total > 1024) {
-      unsupported(s.loc, fmt::format("a Parallel loop of {} iterations over replicated "
-                                     "fragments (the limit is 1024)",
-                                     total));
-      inParallel_ = false;
-      return true;
-    }
-    for (int64_t flat = 0; flat < total && !failed_; ++flat) {
-      bindFlat(f, i32(flat), flat, flat);
-      lowerBody(f.body, out, {});
-      endElement();
-    }
-    inParallel_ = false;
-    analysis::ParallelLayout pl;
-    pl.total = total;
-    pl.threads = k_.threads;
-    pl.vector = 1;
-    pl.reason = "replicated: every thread runs every iteration";
-    layouts_.push_back({s.loc, pl});
-    return true;
-  }
-  const FragmentLayout &l = *anchor;
-  int64_t T = l.threads, v = l.vector, chunks = l.chunks(), total = l.total();
-  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
-  for (int64_t step = 0; step < l.steps() && !failed_; ++step) {
-    thir::Expr chunk = thir::binary(thir::BinOp::Add, i32(step * T), tid);
+  for (const ChunkRef &c : chunksOf(l)) {
     thir::Body *target = &out;
     thir::IfStmt guard;
-    bool guarded = (step + 1) * T > chunks;
-    if (guarded) {
-      guard.cond = thir::binary(thir::BinOp::Lt, chunk, i32(chunks));
+    if (c.guard) {
+      guard.cond = c.guard;
       target = &guard.then;
     }
-    for (int64_t lane = 0; lane < v && !failed_; ++lane) {
-      thir::Expr flat = thir::binary(thir::BinOp::Add,
-                                     thir::binary(thir::BinOp::Mul, chunk, i32(v)), i32(lane));
-      int64_t lo = step * T * v + lane;
-      int64_t hi = std::min((step * T + T - 1) * v + lane, total - 1);
-      bindFlat(f, flat, lo, hi);
-      element_ = ElementContext{&l, loopVarIds, step * v + lane};
+    for (int64_t lane = 0; lane < l.vector && !failed_; ++lane) {
+      bindChunk(f.vars, c, lane);
+      element_ = ElementContext{&l, loopVarIds, c.slot0 + lane, c.rowIter};
       lowerBody(f.body, *target, {});
       element_.reset();
-      endElement();
+      // Per-element temporaries end with the element.
+      declaredHere_ = savedDeclared;
+      for (auto it = letVars_.begin(); it != letVars_.end();)
+        it = outerLets.count(it->first) ? std::next(it) : letVars_.erase(it);
     }
-    if (guarded)
+    if (c.guard)
       out.push_back({std::move(guard)});
+    if (failed_)
+      break;
   }
   inParallel_ = false;
   analysis::ParallelLayout pl;
-  pl.total = total;
-  pl.threads = T;
-  pl.vector = static_cast<int>(v);
-  pl.reason = "follows the fragment layout: " + l.vectorReason;
+  pl.total = l.total();
+  pl.threads = l.threads;
+  pl.vector = l.vector;
+  pl.reason = "follows the fragment layout (" + l.describe() + ")";
   layouts_.push_back({s.loc, pl});
   return true;
 }
@@ -367,16 +477,10 @@ void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::B
                                      thir::cast(slotVar(src.buffer, i), Type{dst.buffer->dtype})}});
     return;
   }
-  if (!srcChip && !dstChip) {
-    unsupported(s.loc, fmt::format("copy from {} '{}' to {} '{}'", tile::scopeName(src.buffer->scope),
-                                   src.buffer->name, tile::scopeName(dst.buffer->scope),
-                                   dst.buffer->name));
-    return;
-  }
   const tile::Region &chip = srcChip ? src : dst;
   const tile::Region &glob = srcChip ? dst : src;
-  if (glob.buffer->scope != tile::Scope::Global) {
-    unsupported(s.loc, fmt::format("copy between {} '{}' and {} '{}'",
+  if ((!srcChip && !dstChip) || glob.buffer->scope != tile::Scope::Global) {
+    unsupported(s.loc, fmt::format("copy from {} '{}' to {} '{}'",
                                    tile::scopeName(src.buffer->scope), src.buffer->name,
                                    tile::scopeName(dst.buffer->scope), dst.buffer->name));
     return;
@@ -386,30 +490,31 @@ void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::B
     return;
   }
   const FragmentLayout &l = fragmentLayouts_.at(chip.buffer->id);
-  // Synthetic loop variables walk the fragment's elements; the global indices follow the region.
-  tile::For walker;
-  walker.kind = tile::LoopKind::Parallel;
-  for (size_t d = 0; d < l.shape.size(); ++d) {
-    walker.vars.push_back(std::make_shared<tile::Var>(tile::Var{
-        -1000 - static_cast<int>(d), fmt::format("e{}", d), DType::Int32, tile::VarKind::LoopVar,
-        s.loc, 0}));
-    walker.extents.push_back(tile::intImm(l.shape[d]));
-  }
+  // Synthetic variables walk the fragment's elements; the global indices follow the region.
+  std::vector<tile::VarPtr> walker;
+  for (size_t d = 0; d < l.shape.size(); ++d)
+    walker.push_back(std::make_shared<tile::Var>(tile::Var{-1000 - static_cast<int>(d),
+                                                           fmt::format("e{}", d), DType::Int32,
+                                                           tile::VarKind::LoopVar, s.loc, 0}));
   std::vector<tile::Expr> globalIdx;
   size_t k = 0;
   for (const tile::RegionDim &d : glob.dims) {
-    if (d.dropped) {
+    if (d.dropped)
       globalIdx.push_back(d.begin);
-      continue;
-    }
-    globalIdx.push_back(tile::makeBinary(tile::BinOp::Add, d.begin,
-                                         tile::varRef(walker.vars.at(k++), s.loc)));
+    else
+      globalIdx.push_back(tile::makeBinary(tile::BinOp::Add, d.begin,
+                                           tile::varRef(walker.at(k++), s.loc)));
   }
   const tile::BufferPtr &gbuf = glob.buffer;
   int gparam = gbuf->paramIndex;
   DType gt = gbuf->dtype, ft = chip.buffer->dtype;
   int gbytes = dtypeBytes(gt);
-  // One element: masked scalar access.
+  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  // Replicated data is stored once: element e by thread e % T, a row by its group's first thread.
+  thir::Expr writer;
+  if (srcChip && l.kind == FragmentLayout::Kind::GroupReplicated && l.groupThreads() > 1)
+    writer = thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(l.groupThreads())),
+                          i32(0));
   auto scalarElement = [&](int64_t slot, thir::Body &body) {
     thir::Expr off = offset(gbuf, globalIdx, {});
     thir::Expr ok = inBounds({gbuf, globalIdx}, {}, 0);
@@ -421,52 +526,38 @@ void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::B
       thir::Expr v = thir::globalLoad(gparam, safe, Type{gt}, gbytes);
       if (!always)
         v = thir::select(ok, v, zeroOf(gt));
-      body.push_back({thir::AssignVar{slotVars_.at(chip.buffer->id).at(slot), thir::cast(v, Type{ft})}});
-    } else {
-      thir::GlobalStore st{gparam, off, thir::cast(slotVar(chip.buffer, slot), Type{gt}), gbytes};
-      if (always) {
-        body.push_back({std::move(st)});
-      } else {
-        thir::IfStmt g;
-        g.cond = ok;
-        g.then.push_back({std::move(st)});
-        body.push_back({std::move(g)});
-      }
+      body.push_back(
+          {thir::AssignVar{slotVars_.at(chip.buffer->id).at(slot), thir::cast(v, Type{ft})}});
+      return;
     }
+    thir::GlobalStore st{gparam, off, thir::cast(slotVar(chip.buffer, slot), Type{gt}), gbytes};
+    if (always) {
+      body.push_back({std::move(st)});
+      return;
+    }
+    thir::IfStmt g;
+    g.cond = ok;
+    g.then.push_back({std::move(st)});
+    body.push_back({std::move(g)});
   };
-  if (l.kind == FragmentLayout::Kind::Replicated) {
-    // Loads: every thread reads every element. Stores: element e is written by thread e % T.
-    thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
-    for (int64_t e = 0; e < l.total() && !failed_; ++e) {
-      bindFlat(walker, i32(e), e, e);
-      if (!srcChip) {
-        scalarElement(e, out);
-      } else {
-        thir::IfStmt mine;
-        mine.cond = thir::binary(thir::BinOp::Eq, tid, i32(e % l.threads));
-        scalarElement(e, mine.then);
-        out.push_back({std::move(mine)});
-      }
-    }
-    return;
-  }
-  int64_t T = l.threads, v = l.vector, chunks = l.chunks(), total = l.total();
   bool lastMoves = !glob.dims.back().dropped;
-  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
-  for (int64_t step = 0; step < l.steps() && !failed_; ++step) {
-    thir::Expr chunk = thir::binary(thir::BinOp::Add, i32(step * T), tid);
-    thir::Expr flat0 = thir::binary(thir::BinOp::Mul, chunk, i32(v));
+  for (const ChunkRef &ch : chunksOf(l)) {
+    if (failed_)
+      return;
     thir::Body *target = &out;
     thir::IfStmt guard;
-    bool guarded = (step + 1) * T > chunks;
-    if (guarded) {
-      guard.cond = thir::binary(thir::BinOp::Lt, chunk, i32(chunks));
+    thir::Expr cond = ch.guard;
+    if (srcChip && l.kind == FragmentLayout::Kind::Replicated)
+      cond = conj(cond, thir::binary(thir::BinOp::Eq, tid, i32(ch.slot0 % l.threads)));
+    cond = conj(cond, writer);
+    if (cond) {
+      guard.cond = cond;
       target = &guard.then;
     }
-    int64_t lo = step * T * v, hi = std::min((step * T + T - 1) * v, total - 1);
+    int64_t v = l.vector;
     if (v > 1 && lastMoves) {
-      // Lane 0 of the chunk addresses a whole vector: in bounds and aligned -> one access.
-      bindFlat(walker, flat0, lo, hi);
+      // Lane 0 addresses the whole vector: in bounds and aligned -> one 16-byte access.
+      bindChunk(walker, ch, 0);
       thir::Expr off = offset(gbuf, globalIdx, {});
       thir::Expr ok = inBounds({gbuf, globalIdx}, {}, static_cast<int>(v - 1));
       if (!off || !ok)
@@ -474,44 +565,38 @@ void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::B
       thir::Expr aligned = thir::binary(
           thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, off, thir::constInt(v)),
           thir::constInt(0));
-      thir::Expr cond = thir::binary(thir::BinOp::And, ok, aligned);
-      int align = static_cast<int>(v) * gbytes;
-      if (align > 16)
-        align = 16;
+      int align = std::min<int>(16, static_cast<int>(v) * gbytes);
       noteAlign(gparam, align);
       thir::IfStmt split;
-      split.cond = cond;
+      split.cond = thir::binary(thir::BinOp::And, ok, aligned);
+      Type vt{gt, static_cast<int>(v)};
       if (!srcChip) {
         int vecVar = nextVar_++;
-        split.then.push_back(
-            {thir::DeclVar{vecVar, Type{gt, static_cast<int>(v)},
-                           thir::globalLoad(gparam, off, Type{gt, static_cast<int>(v)}, align)}});
+        split.then.push_back({thir::DeclVar{vecVar, vt, thir::globalLoad(gparam, off, vt, align)}});
         for (int64_t lane = 0; lane < v; ++lane)
-          split.then.push_back(
-              {thir::AssignVar{slotVars_.at(chip.buffer->id).at(step * v + lane),
-                               thir::cast(thir::extractLane(thir::var(vecVar, Type{gt, static_cast<int>(v)}),
-                                                            static_cast<int>(lane)),
-                                          Type{ft})}});
+          split.then.push_back({thir::AssignVar{
+              slotVars_.at(chip.buffer->id).at(ch.slot0 + lane),
+              thir::cast(thir::extractLane(thir::var(vecVar, vt), static_cast<int>(lane)),
+                         Type{ft})}});
       } else {
         std::vector<thir::Expr> elems;
         for (int64_t lane = 0; lane < v; ++lane)
-          elems.push_back(thir::cast(slotVar(chip.buffer, step * v + lane), Type{gt}));
-        split.then.push_back({thir::GlobalStore{gparam, off, thir::makeVector(std::move(elems)), align}});
+          elems.push_back(thir::cast(slotVar(chip.buffer, ch.slot0 + lane), Type{gt}));
+        split.then.push_back(
+            {thir::GlobalStore{gparam, off, thir::makeVector(std::move(elems)), align}});
       }
       for (int64_t lane = 0; lane < v && !failed_; ++lane) {
-        bindFlat(walker, thir::binary(thir::BinOp::Add, flat0, i32(lane)), lo + lane,
-                 std::min(hi + lane, total - 1));
-        scalarElement(step * v + lane, split.otherwise);
+        bindChunk(walker, ch, lane);
+        scalarElement(ch.slot0 + lane, split.otherwise);
       }
       target->push_back({std::move(split)});
     } else {
       for (int64_t lane = 0; lane < v && !failed_; ++lane) {
-        bindFlat(walker, thir::binary(thir::BinOp::Add, flat0, i32(lane)), lo + lane,
-                 std::min(hi + lane, total - 1));
-        scalarElement(step * v + lane, *target);
+        bindChunk(walker, ch, lane);
+        scalarElement(ch.slot0 + lane, *target);
       }
     }
-    if (guarded)
+    if (cond)
       out.push_back({std::move(guard)});
   }
 }
@@ -524,95 +609,106 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
                        "dimension into a whole fragment)");
     return;
   }
-  const FragmentLayout &ls = fragmentLayouts_.at(src->id);
-  const FragmentLayout &ld = fragmentLayouts_.at(dst->id);
-  if (ld.kind != FragmentLayout::Kind::Replicated) {
-    unsupported(s.loc, fmt::format("a reduction into '{}', whose layout is not replicated",
-                                   dst->name));
-    return;
-  }
-  ReduceOp op = reduceOp(r.kind);
-  const DType acc = src->dtype == DType::Float64 ? DType::Float64 : DType::Float32;
   if (!isFloat(src->dtype)) {
     unsupported(s.loc, fmt::format("a reduction of {} values", dtypeName(src->dtype)));
     return;
   }
-  int64_t R = ls.shape[0], C = ls.shape[1];
+  const FragmentLayout &ls = fragmentLayouts_.at(src->id);
+  const FragmentLayout &ld = fragmentLayouts_.at(dst->id);
+  bool grouped = ls.kind == FragmentLayout::Kind::RowGroups;
+  if ((grouped && (ld.kind != FragmentLayout::Kind::GroupReplicated || ld.groups != ls.groups)) ||
+      (!grouped && ld.kind != FragmentLayout::Kind::Replicated)) {
+    unsupported(s.loc, fmt::format("a reduction from '{}' ({}) into '{}' ({})", src->name,
+                                   ls.describe(), dst->name, ld.describe()));
+    return;
+  }
+  ReduceOp op = reduceOp(r.kind);
+  const DType acc = src->dtype == DType::Float64 ? DType::Float64 : DType::Float32;
+  if (acc == DType::Float64 && ls.kind != FragmentLayout::Kind::Replicated) {
+    unsupported(s.loc, "a float64 reduction across threads");
+    return;
+  }
   thir::Expr identity = thir::constFloat(op.identity, acc);
+  // One partial per row this thread holds: every row (Flat, Replicated) or its group's rows.
+  int64_t nPartial = grouped ? ls.rowsPerGroup() : ls.rows();
   std::vector<int> partial;
-  for (int64_t row = 0; row < R; ++row) {
+  for (int64_t i = 0; i < nPartial; ++i) {
     partial.push_back(nextVar_++);
     out.push_back({thir::DeclVar{partial.back(), Type{acc}, identity}});
   }
-  auto pvar = [&](int64_t row) { return thir::var(partial[row], Type{acc}); };
+  auto pvar = [&](int64_t i) { return thir::var(partial[i], Type{acc}); };
   auto element = [&](thir::Expr x) {
     x = thir::cast(x, Type{acc});
     return op.abs ? thir::unary(thir::UnOp::Abs, x) : x;
   };
-  auto combine = [&](int64_t row, thir::Expr x) {
-    out.push_back({thir::AssignVar{partial[row], thir::binary(op.combine, pvar(row), x)}});
+  auto combine = [&](int64_t i, thir::Expr x) {
+    out.push_back({thir::AssignVar{partial[i], thir::binary(op.combine, pvar(i), x)}});
   };
-  if (ls.kind == FragmentLayout::Kind::Replicated) {
-    for (int64_t row = 0; row < R; ++row)
-      for (int64_t col = 0; col < C; ++col)
-        combine(row, element(slotVar(src, row * C + col)));
-  } else {
-    int64_t T = ls.threads, v = ls.vector, chunks = ls.chunks(), total = ls.total();
-    thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
-    for (int64_t step = 0; step < ls.steps(); ++step) {
-      thir::Expr chunk = thir::binary(thir::BinOp::Add, i32(step * T), tid);
-      bool guarded = (step + 1) * T > chunks;
-      thir::Expr valid = guarded ? thir::binary(thir::BinOp::Lt, chunk, i32(chunks)) : nullptr;
-      for (int64_t lane = 0; lane < v; ++lane) {
-        int64_t lo = step * T * v + lane, hi = std::min((step * T + T - 1) * v + lane, total - 1);
-        thir::Expr x = element(slotVar(src, step * v + lane));
-        int64_t rlo = lo / C, rhi = hi / C;
-        thir::Expr flat = thir::binary(thir::BinOp::Add,
-                                       thir::binary(thir::BinOp::Mul, chunk, i32(v)), i32(lane));
-        thir::Expr row = thir::binary(thir::BinOp::FloorDiv, flat, i32(C));
-        for (int64_t rr = rlo; rr <= rhi; ++rr) {
-          thir::Expr take = valid;
-          if (rlo != rhi) {
-            thir::Expr here = thir::binary(thir::BinOp::Eq, row, i32(rr));
-            take = take ? thir::binary(thir::BinOp::And, take, here) : here;
-          }
-          combine(rr, take ? thir::select(take, x, identity) : x);
-        }
+  for (const ChunkRef &c : chunksOf(ls)) {
+    for (int64_t lane = 0; lane < ls.vector; ++lane) {
+      thir::Expr x = element(slotVar(src, c.slot0 + lane));
+      if (grouped) {
+        combine(c.rowIter, c.guard ? thir::select(c.guard, x, identity) : x);
+        continue;
       }
-    }
-    // Across the warp, then across warps through shared memory.
-    for (int64_t row = 0; row < R; ++row)
-      for (int mask = 16; mask >= 1; mask /= 2)
-        combine(row, thir::shflXor(pvar(row), mask));
-    int64_t warps = T / 32;
-    if (warps > 1) {
-      int bytes = dtypeBytes(acc);
-      out_.sharedScratchBytes =
-          std::max<int>(out_.sharedScratchBytes, static_cast<int>(R * warps * bytes));
-      thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(32));
-      thir::Expr laneId = thir::binary(thir::BinOp::Mod, tid, i32(32));
-      thir::IfStmt leader;
-      leader.cond = thir::binary(thir::BinOp::Eq, laneId, i32(0));
-      for (int64_t row = 0; row < R; ++row)
-        leader.then.push_back({thir::SharedStore{
-            thir::binary(thir::BinOp::Mul,
-                         thir::binary(thir::BinOp::Add, i32(row * warps), warp), i32(bytes)),
-            pvar(row)}});
-      out.push_back({thir::Barrier{}});
-      out.push_back({std::move(leader)});
-      out.push_back({thir::Barrier{}});
-      for (int64_t row = 0; row < R; ++row) {
-        out.push_back({thir::AssignVar{partial[row], identity}});
-        for (int64_t w = 0; w < warps; ++w)
-          combine(row, thir::sharedLoad(i32((row * warps + w) * bytes), Type{acc}));
+      for (int64_t row = c.range[0].lo; row <= c.range[0].hi; ++row) {
+        thir::Expr take = c.guard;
+        if (c.range[0].lo != c.range[0].hi)
+          take = conj(take, thir::binary(thir::BinOp::Eq, c.index[0], i32(row)));
+        combine(row, take ? thir::select(take, x, identity) : x);
       }
     }
   }
-  for (int64_t row = 0; row < R; ++row) {
-    thir::Expr result = pvar(row);
+  if (ls.kind != FragmentLayout::Kind::Replicated) {
+    // Across the lanes that share a row, then across warps through shared memory.
+    int64_t span = grouped ? ls.groupThreads() : ls.threads;
+    int firstMask = static_cast<int>(std::min<int64_t>(span, 32) / 2);
+    for (int64_t i = 0; i < nPartial; ++i)
+      for (int mask = firstMask; mask >= 1; mask /= 2)
+        combine(i, thir::shflXor(pvar(i), mask));
+    int64_t warps = span / 32;
+    if (warps > 1) {
+      int bytes = dtypeBytes(acc);
+      int64_t groupsN = grouped ? ls.groups : 1;
+      thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+      thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(32)); // global warp number
+      // Entry (i * total warps + warp); a thread's group owns warps [g * warps, (g+1) * warps).
+      int64_t totalWarps = ls.threads / 32;
+      out_.sharedScratchBytes = std::max<int>(out_.sharedScratchBytes,
+                                              static_cast<int>(nPartial * totalWarps * bytes));
+      thir::IfStmt leader;
+      leader.cond = thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(32)),
+                                 i32(0));
+      for (int64_t i = 0; i < nPartial; ++i)
+        leader.then.push_back({thir::SharedStore{
+            thir::binary(thir::BinOp::Mul,
+                         thir::binary(thir::BinOp::Add, i32(i * totalWarps), warp), i32(bytes)),
+            pvar(i)}});
+      out.push_back({thir::Barrier{}});
+      out.push_back({std::move(leader)});
+      out.push_back({thir::Barrier{}});
+      thir::Expr firstWarp =
+          groupsN == 1 ? i32(0)
+                       : thir::binary(thir::BinOp::Mul,
+                                      thir::binary(thir::BinOp::FloorDiv, tid, i32(span)),
+                                      i32(warps));
+      for (int64_t i = 0; i < nPartial; ++i) {
+        out.push_back({thir::AssignVar{partial[i], identity}});
+        for (int64_t w = 0; w < warps; ++w) {
+          thir::Expr entry = thir::binary(
+              thir::BinOp::Add, i32(i * totalWarps + w),
+              firstWarp);
+          combine(i, thir::sharedLoad(thir::binary(thir::BinOp::Mul, entry, i32(bytes)),
+                                      Type{acc}));
+        }
+      }
+    }
+  }
+  for (int64_t i = 0; i < nPartial; ++i) {
+    thir::Expr result = pvar(i);
     if (!r.clear)
-      result = thir::binary(op.combine, thir::cast(slotVar(dst, row), Type{acc}), result);
-    out.push_back({thir::AssignVar{slotVars_.at(dst->id).at(row), thir::cast(result, Type{dst->dtype})}});
+      result = thir::binary(op.combine, thir::cast(slotVar(dst, i), Type{acc}), result);
+    out.push_back({thir::AssignVar{slotVars_.at(dst->id).at(i), thir::cast(result, Type{dst->dtype})}});
   }
 }
 

@@ -48,11 +48,22 @@ struct Access {
 
 void collectAccesses(const tile::Expr &e, std::vector<Access> &out);
 
-/// The element of a distributed fragment that a Parallel loop body is being lowered for.
+/// One chunk of `vector` consecutive elements (along the last dimension) that the current
+/// thread holds under a fragment layout.
+struct ChunkRef {
+  int64_t slot0 = 0;                // the slot of lane 0
+  thir::Expr guard;                 // null when every thread's chunk exists
+  std::vector<thir::Expr> index;    // lane 0's element index per dimension (Int32)
+  std::vector<Interval> range;      // the values those indices take over all threads
+  int64_t rowIter = 0;              // RowGroups / GroupReplicated: the thread's row number ri
+};
+
+/// The element of a fragment that a Parallel loop body is being lowered for.
 struct ElementContext {
   const analysis::FragmentLayout *layout = nullptr;
   std::vector<int> loopVarIds; // the loop's variables, outermost first
-  int64_t slot = 0;            // step * vector + lane
+  int64_t slot = 0;
+  int64_t rowIter = 0;
 };
 
 class KernelLowering {
@@ -129,9 +140,14 @@ private:
   void lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::Body &out);
   void lowerFill(const tile::Stmt &s, const tile::Fill &f, thir::Body &out);
   void lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thir::Body &out);
-  /// Binds a Parallel loop's variables for flat element index `flat` whose value lies in
-  /// [lo, hi]; variables whose value is the same over that range become constants.
-  void bindFlat(const tile::For &f, const thir::Expr &flat, int64_t lo, int64_t hi);
+  /// The chunks the current thread holds under `l`, in slot order.
+  std::vector<ChunkRef> chunksOf(const analysis::FragmentLayout &l);
+  /// Binds `vars` to lane `lane` of chunk `c` (the last index moves with the lane).
+  void bindChunk(const std::vector<tile::VarPtr> &vars, const ChunkRef &c, int64_t lane);
+  /// Whether `indices` are exactly the current element's loop variables, in order.
+  bool isOwnElement(const std::vector<tile::Expr> &indices) const;
+  /// The slot of `buf` for the current element when `buf` holds it locally, or -1.
+  int64_t ownSlot(const tile::BufferPtr &buf, const std::vector<tile::Expr> &indices) const;
 
   const tile::Kernel &k_;
   DiagnosticEngine &diags_;

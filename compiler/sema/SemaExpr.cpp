@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <unordered_map>
 
 namespace tilec::sema {
 
@@ -83,8 +84,14 @@ std::string describe(const Value &v) {
 
 std::optional<Value> Sema::lookup(const std::string &name, LocalScope &scope, SourceLoc loc) {
   for (LocalScope *s = &scope; s; s = s->parent)
-    if (auto it = s->names.find(name); it != s->names.end())
+    if (auto it = s->names.find(name); it != s->names.end()) {
+      // A variable's use carries the use's location (later diagnostics point at it), not the
+      // location where the variable was declared.
+      if (auto *ev = std::get_if<ExprVal>(&it->second))
+        if (auto *ref = std::get_if<tile::VarRef>(&ev->expr->op))
+          return ExprVal{tile::varRef(ref->var, loc)};
       return it->second;
+    }
   if (scope.module)
     if (auto it = scope.module->names.find(name); it != scope.module->names.end())
       return it->second;
@@ -141,6 +148,17 @@ std::optional<DType> Sema::evalDType(const ast::Expr &e, LocalScope &scope) {
       return dt;
     diags_.error(e.loc(), fmt::format("unknown dtype \"{}\"", s->value));
     return std::nullopt;
+  }
+  // A name that means nothing where a dtype is expected is most likely a misspelled dtype.
+  if (auto *n = std::get_if<ast::Name>(&e.node)) {
+    bool known = parseDType(n->id) || builtinNames().count(n->id) ||
+                 (scope.module && scope.module->names.count(n->id));
+    for (LocalScope *sc = &scope; sc && !known; sc = sc->parent)
+      known = sc->names.count(n->id) != 0;
+    if (!known) {
+      diags_.error(e.loc(), fmt::format("unknown dtype '{}'", n->id));
+      return std::nullopt;
+    }
   }
   auto v = eval(e, scope);
   if (!v)
@@ -581,6 +599,85 @@ std::optional<Value> Sema::evalBuiltinCall(const std::string &name, const ast::E
   return std::nullopt;
 }
 
+bool Sema::countMacroExpansion(const std::string &name, SourceLoc loc) {
+  if (++macroExpansions_ <= kMaxMacroExpansions)
+    return true;
+  if (macroExpansions_ == kMaxMacroExpansions + 1)
+    diags_.error(loc, fmt::format("too many macro expansions (limit {}) while expanding '{}'",
+                                  kMaxMacroExpansions, name));
+  return false;
+}
+
+namespace {
+
+/// An expression macro binds its locals by substitution, so its value shares subtrees: as a
+/// tree (which later passes walk, recursively) it can be exponentially large (`y = y * y`
+/// repeated) or very deep (`y = y + 1` repeated). Reports a value past the limits.
+bool checkMacroValue(DiagnosticEngine &diags, const Value &v, const std::string &name,
+                     SourceLoc loc) {
+  constexpr uint64_t kMaxSize = 100000, kMaxDepth = 1000;
+  auto *ev = std::get_if<ExprVal>(&v);
+  if (!ev || !ev->expr)
+    return true;
+  struct Extent {
+    uint64_t size, depth;
+  };
+  std::unordered_map<const tile::Node *, Extent> done;
+  auto children = [](const tile::Node *n) {
+    std::vector<const tile::Node *> out;
+    std::visit(
+        [&](const auto &op) {
+          using T = std::decay_t<decltype(op)>;
+          if constexpr (std::is_same_v<T, tile::Load>) {
+            for (const tile::Expr &i : op.indices)
+              out.push_back(i.get());
+          } else if constexpr (std::is_same_v<T, tile::Unary> || std::is_same_v<T, tile::Cast>) {
+            out.push_back(op.a.get());
+          } else if constexpr (std::is_same_v<T, tile::Binary>) {
+            out.insert(out.end(), {op.a.get(), op.b.get()});
+          } else if constexpr (std::is_same_v<T, tile::Select>) {
+            out.insert(out.end(), {op.cond.get(), op.a.get(), op.b.get()});
+          }
+        },
+        n->op);
+    return out;
+  };
+  // Iterative post-order over the DAG, sizes saturated just above the limit.
+  std::vector<std::pair<const tile::Node *, bool>> stack{{ev->expr.get(), false}};
+  while (!stack.empty()) {
+    auto [n, expanded] = stack.back();
+    if (!n || done.count(n)) {
+      stack.pop_back();
+      continue;
+    }
+    std::vector<const tile::Node *> kids = children(n);
+    if (!expanded) {
+      stack.back().second = true;
+      for (const tile::Node *k : kids)
+        if (k && !done.count(k))
+          stack.push_back({k, false});
+      continue;
+    }
+    stack.pop_back();
+    Extent x{1, 1};
+    for (const tile::Node *k : kids)
+      if (k) {
+        x.size = std::min(x.size + done[k].size, kMaxSize + 1);
+        x.depth = std::max(x.depth, done[k].depth + 1);
+      }
+    done[n] = x;
+  }
+  Extent root = done[ev->expr.get()];
+  if (root.size <= kMaxSize && root.depth <= kMaxDepth)
+    return true;
+  diags.error(loc, fmt::format("macro '{}' builds too large an expression (limits: {} "
+                               "operations, nesting {})",
+                               name, kMaxSize, kMaxDepth));
+  return false;
+}
+
+} // namespace
+
 std::optional<Value> Sema::expandMacro(const MacroVal &m, const ast::Expr &e, const ast::Call &c,
                                        LocalScope &scope, bool asStatement) {
   const ast::FuncDef &def = *m.def;
@@ -626,6 +723,8 @@ std::optional<Value> Sema::expandMacro(const MacroVal &m, const ast::Expr &e, co
       diags_.error(e.loc(), fmt::format("macro '{}' is missing argument '{}'", def.name, p.name));
       return std::nullopt;
     }
+  if (!countMacroExpansion(def.name, e.loc()))
+    return std::nullopt;
   ++macroDepth_;
   struct DepthGuard {
     int &d;
@@ -639,17 +738,28 @@ std::optional<Value> Sema::expandMacro(const MacroVal &m, const ast::Expr &e, co
                                            def.name));
         return std::nullopt;
       }
-      return eval(*r->value, inner);
+      auto v = eval(*r->value, inner);
+      if (v && !checkMacroValue(diags_, *v, def.name, r->value->loc()))
+        return std::nullopt;
+      return v;
     }
     if (auto *a = std::get_if<ast::Assign>(&s->node)) {
       auto *n = std::get_if<ast::Name>(&a->target->node);
+      if (std::holds_alternative<ast::Subscript>(a->target->node)) {
+        diags_.error(a->target->loc(), fmt::format("macro '{}' is used as a value and cannot "
+                                                   "write to a buffer; call it as a statement",
+                                                   def.name));
+        diags_.note(e.loc(), "expanded from here");
+        return std::nullopt;
+      }
       if (!n) {
         diags_.error(s->loc(), "not supported yet: assignment to anything but a name in a macro "
                                "used as a value");
+        diags_.note(e.loc(), "expanded from here");
         return std::nullopt;
       }
       auto v = eval(*a->value, inner);
-      if (!v)
+      if (!v || !checkMacroValue(diags_, *v, def.name, a->value->loc()))
         return std::nullopt;
       inner.names[n->id] = std::move(*v);
       continue;

@@ -149,6 +149,15 @@ private:
   int nextBufferId_ = 0;
   int macroDepth_ = 0;
   int loopDepth_ = 0;
+  /// Macro expansions so far in the whole program: bounds macros that call others several
+  /// times, whose expansion grows exponentially with the nesting.
+  int macroExpansions_ = 0;
+  static constexpr int kMaxMacroExpansions = 10000;
+  /// Counts one expansion; reports the error when the limit is first passed.
+  bool countMacroExpansion(const std::string &name, SourceLoc loc);
+  /// Product of the trip counts of the enclosing unroll loops.
+  int64_t unrollCopies_ = 1;
+  static constexpr int64_t kMaxUnrolledCopies = 65536;
 };
 
 } // namespace tilec::sema

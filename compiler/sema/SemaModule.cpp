@@ -176,13 +176,17 @@ bool Sema::loadModule(const ast::Module &m, ModuleScope &scope) {
       }
       pkg->names[imp->module.back()] = ModuleVal{mod};
     } else if (auto *from = std::get_if<ast::FromImport>(&item)) {
+      unsigned errorsBefore = diags_.numErrors();
       const ModuleScope *mod = importModule(from->module, from->loc);
       if (!mod)
         continue;
+      // A module that reported errors may lack names it defines: do not pile on.
+      bool moduleFailed = diags_.numErrors() != errorsBefore;
       for (const ast::ImportedName &n : from->names) {
         auto it = mod->names.find(n.name);
         if (it == mod->names.end()) {
-          diags_.error(n.loc, fmt::format("module '{}' has no name '{}'", mod->name, n.name));
+          if (!moduleFailed)
+            diags_.error(n.loc, fmt::format("module '{}' has no name '{}'", mod->name, n.name));
           continue;
         }
         defineName(scope, diags_, n.alias.empty() ? n.name : n.alias, n.loc, it->second);
@@ -268,9 +272,9 @@ void Sema::defineConst(const ast::ConstDecl &c, ModuleScope &scope) {
   if (scope.name.empty()) {
     if (auto it = opts_.defines.find(c.name); it != opts_.defines.end()) {
       usedDefines_[c.name] = true;
+      // On a bad value (already reported) the written value is used, so that later uses of
+      // the name do not report it as undeclared.
       v = parseDefine(c.name, it->second, c.nameLoc);
-      if (!v)
-        return;
     }
   }
   if (!v) {
@@ -363,7 +367,12 @@ bool Sema::analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope)
         return false;
       auto *ev = std::get_if<ExprVal>(&*v);
       if (!ev || isFloat(ev->expr->dtype) || ev->expr->dtype == DType::Bool) {
-        diags_.error(d->loc(), "a tensor dimension must be an integer or a symbolic name");
+        if (name && !known && opts_.defines.count(name->id))
+          diags_.error(d->loc(), fmt::format("-D {}={} gives the symbolic dimension '{}' a value "
+                                             "that is not an integer",
+                                             name->id, opts_.defines.at(name->id), name->id));
+        else
+          diags_.error(d->loc(), "a tensor dimension must be an integer or a symbolic name");
         return false;
       }
       if (auto c = tile::asConstInt(ev->expr)) {
@@ -422,7 +431,8 @@ std::optional<tile::Kernel> Sema::analyzeKernel(const ast::FuncDef &def,
     if (d.name != "kernel" || !d.call)
       continue;
     if (!d.call->args.empty())
-      diags_.error(d.loc, "@kernel takes only keyword arguments: @kernel(name=\"...\")");
+      diags_.error(d.call->args.front()->loc(),
+                   "@kernel takes only keyword arguments: @kernel(name=\"...\")");
     for (const ast::KeywordArg &kw : d.call->kwargs) {
       auto *s = std::get_if<ast::StringLit>(&kw.value->node);
       if (kw.name != "name") {

@@ -183,10 +183,12 @@ void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast:
   auto constBool = [&](const ast::Expr *x, bool dflt, const char *what) -> std::optional<bool> {
     if (!x)
       return dflt;
-    tile::Expr v = evalScalar(*x, scope, what);
-    if (!v)
+    auto val = eval(*x, scope);
+    if (!val)
       return std::nullopt;
-    auto cv = tile::asConstInt(tile::makeCast(v, DType::Bool));
+    auto *ev = std::get_if<ExprVal>(&*val);
+    tile::Expr v = ev ? ev->expr : nullptr;
+    auto cv = v ? tile::asConstInt(tile::makeCast(v, DType::Bool)) : std::nullopt;
     if (!cv || v->dtype != DType::Bool) {
       diags_.error(x->loc(), fmt::format("{} must be True or False", what));
       return std::nullopt;
@@ -344,7 +346,8 @@ void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast:
     if (!src || !dst)
       return;
     if (ca || cb) {
-      diags_.error(loc, fmt::format("{} takes whole buffers or sliced regions", name));
+      diags_.error(args->get(ca ? 0 : 1)->loc(),
+                   fmt::format("{} takes whole buffers or sliced regions", name));
       return;
     }
     int64_t rank = static_cast<int64_t>(src->shape().size());
@@ -404,7 +407,7 @@ void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast:
         return;
     }
     if (ca || cb) {
-      diags_.error(loc, "cumsum takes whole buffers or sliced regions");
+      diags_.error(args->get(ca ? 0 : 1)->loc(), "cumsum takes whole buffers or sliced regions");
       return;
     }
     if (!checkSameShape(*src, *dst, loc, "cumsum"))
@@ -524,10 +527,18 @@ void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast:
         diags_.error(entry.key->loc(), "annotate_layout keys are shared buffers");
         return;
       }
+      // Judged by the callee's spelling: other layout constructors are not builtins, and
+      // "undeclared name" would hide what is really missing.
       auto *vc = std::get_if<ast::Call>(&entry.value->node);
-      auto fn = vc ? eval(*vc->callee, scope) : std::nullopt;
-      auto *fb = fn ? std::get_if<BuiltinVal>(&*fn) : nullptr;
-      if (!fb || fb->name != "make_swizzled_layout" || vc->args.size() != 1) {
+      std::string fname;
+      if (vc) {
+        if (auto *n = std::get_if<ast::Name>(&vc->callee->node))
+          fname = n->id;
+        else if (auto *a = std::get_if<ast::Attribute>(&vc->callee->node))
+          if (auto *b = std::get_if<ast::Name>(&a->base->node); b && b->id == "T")
+            fname = a->attr;
+      }
+      if (fname != "make_swizzled_layout" || vc->args.size() != 1 || !vc->kwargs.empty()) {
         diags_.error(entry.value->loc(), "not supported yet: layouts other than "
                                          "make_swizzled_layout(buffer)");
         return;
@@ -559,6 +570,20 @@ void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast:
         return;
       }
       p.message = sv->value;
+    }
+    // A sliced region (`print(S[0:64])`) is printed as a tile; evaluating it as a value would
+    // reject the slice.
+    bool sliced = false;
+    if (auto *sub = std::get_if<ast::Subscript>(&args->get(0)->node))
+      for (const ast::ExprPtr &i : sub->indices)
+        sliced = sliced || std::holds_alternative<ast::Slice>(i->node);
+    if (sliced) {
+      bool corner = false;
+      p.buffer = evalRegion(*args->get(0), scope, corner);
+      if (!p.buffer)
+        return;
+      out.push_back({loc, std::move(p)});
+      return;
     }
     auto v = eval(*args->get(0), scope);
     if (!v)

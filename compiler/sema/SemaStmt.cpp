@@ -152,6 +152,19 @@ void Sema::analyzeAssign(const ast::Stmt &s, const ast::Expr &target, tile::Expr
       diags_.error(target.loc(), fmt::format("cannot assign to '{}': it is {}", n->id, what));
       return;
     }
+    // Top-level names (constants, macros, imported modules, kernels) are not rebound.
+    if (scope.module)
+      if (auto it = scope.module->names.find(n->id); it != scope.module->names.end()) {
+        const Value &tv = it->second;
+        const char *what = std::holds_alternative<MacroVal>(tv)    ? "a macro"
+                           : std::holds_alternative<ModuleVal>(tv) ? "a module"
+                           : std::holds_alternative<BuiltinVal>(tv) ? "a kernel"
+                                                                    : "a constant";
+        diags_.error(target.loc(), fmt::format("cannot assign to '{}': it is {}", n->id, what));
+        if (auto d = scope.module->defLocs.find(n->id); d != scope.module->defLocs.end())
+          diags_.note(d->second, "defined here");
+        return;
+      }
     tile::VarPtr v = newVar(n->id, value->dtype, tile::VarKind::Let, target.loc());
     scope.names[n->id] = ExprVal{tile::varRef(v, target.loc())};
     out.push_back({s.loc(), tile::Let{v, value}});
@@ -217,6 +230,8 @@ void Sema::analyzeStmt(const ast::Stmt &s, LocalScope &scope, tile::Body &out) {
                 return;
               inner.names[def.params[i].name] = std::move(*v);
             }
+            if (!countMacroExpansion(def.name, s.loc()))
+              return;
             ++macroDepth_;
             analyzeBlock(def.body, inner, out);
             --macroDepth_;
@@ -255,6 +270,11 @@ void Sema::analyzeStmt(const ast::Stmt &s, LocalScope &scope, tile::Body &out) {
               scope.names[name->id] = BufferVal{*buf};
               return;
             }
+          }
+          if (std::holds_alternative<ast::Tuple>(n.target->node)) {
+            diags_.error(n.target->loc(), "not supported yet: tuple assignment; assign each name "
+                                          "on its own line");
+            return;
           }
           tile::Expr v = evalScalar(*n.value, scope, "a scalar value");
           if (!v)
@@ -458,6 +478,13 @@ void Sema::analyzeFor(const ast::Stmt &s, const ast::For &f, LocalScope &scope, 
                                                   *c));
           return;
         }
+        if (*c > 0 && unrollCopies_ * *c > kMaxUnrolledCopies) {
+          diags_.error(f.iter->loc(),
+                       fmt::format("unroll of {} iterations inside unrolled loops makes {} copies "
+                                   "of the body; the limit is {}",
+                                   *c, unrollCopies_ * *c, kMaxUnrolledCopies));
+          return;
+        }
       }
       loop.begins.push_back(begin);
       loop.extents.push_back(count);
@@ -478,9 +505,14 @@ void Sema::analyzeFor(const ast::Stmt &s, const ast::For &f, LocalScope &scope, 
     loop.vars.push_back(var);
     inner.names[v.name] = ExprVal{tile::varRef(var, v.loc)};
   }
+  int64_t outerCopies = unrollCopies_;
+  if (loop.kind == tile::LoopKind::Unroll)
+    if (auto c = tile::asConstInt(loop.extents[0]); c && *c > 0)
+      unrollCopies_ *= *c;
   ++loopDepth_;
   analyzeBlock(f.body, inner, loop.body);
   --loopDepth_;
+  unrollCopies_ = outerCopies;
   out.push_back({s.loc(), std::move(loop)});
 }
 

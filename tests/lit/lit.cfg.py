@@ -9,6 +9,7 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(os.path.dirname(config.tilec_bin), "..", "tests", "lit-out")
 
 config.substitutions.append(("%tilec", config.tilec_bin))
+config.substitutions.append(("%srcroot", config.source_root))
 config.substitutions.append(("%conformance", os.path.join(config.source_root, "..", "shared", "conformance")))
 config.substitutions.append(("%samples", os.path.join(config.source_root, "samples")))
 config.substitutions.append(("%stdlib", os.path.join(config.source_root, "stdlib")))
