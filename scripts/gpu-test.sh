@@ -21,6 +21,9 @@ build)
   for sample in vector_add softmax rmsnorm_silu; do
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen" --emit cubin,ptx,header,layout
   done
+  for kernel in "$root"/tests/gpu/kernels/*.tile; do
+    "$tilec" compile "$kernel" -o "$gpu/gen" --emit cubin,ptx,header,layout
+  done
   for src in "$root"/tests/gpu/*_gpu.cpp; do
     name=$(basename "$src" .cpp)
     g++ -std=c++17 -O2 -Wall -Wextra -I"$gpu/gen" -I"$root/tests/gpu" -I"$cuda/include" \

@@ -25,6 +25,54 @@ int64_t FragmentLayout::slots() const {
   return total();
 }
 
+std::optional<int64_t> FragmentLayout::elementAt(int64_t t, int64_t slot) const {
+  if (t < 0 || t >= threads || slot < 0 || slot >= slots())
+    return std::nullopt;
+  switch (kind) {
+  case Kind::Flat: {
+    int64_t chunk = (slot / vector) * threads + t;
+    if (chunk >= chunks())
+      return std::nullopt;
+    return chunk * vector + slot % vector;
+  }
+  case Kind::RowGroups: {
+    int64_t P = groupThreads(), perRow = stepsPerRow() * vector;
+    int64_t ri = slot / perRow, sq = (slot % perRow) / vector, lane = slot % vector;
+    int64_t row = ri * groups + t / P, q = sq * P + t % P;
+    if (row >= rows() || q >= chunksPerRow())
+      return std::nullopt;
+    return row * shape.back() + q * vector + lane;
+  }
+  case Kind::Replicated:
+    return slot;
+  case Kind::GroupReplicated: {
+    int64_t row = slot * groups + t / groupThreads();
+    if (row >= rows())
+      return std::nullopt;
+    return row;
+  }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> verifyOwnership(const FragmentLayout &l) {
+  std::vector<int64_t> owners(static_cast<size_t>(l.total()), 0);
+  for (int64_t t = 0; t < l.threads; ++t)
+    for (int64_t s = 0; s < l.slots(); ++s)
+      if (auto e = l.elementAt(t, s)) {
+        if (*e < 0 || *e >= l.total())
+          return fmt::format("thread {} slot {} holds element {}, outside the buffer", t, s, *e);
+        ++owners[static_cast<size_t>(*e)];
+      }
+  int64_t expect = l.kind == FragmentLayout::Kind::Replicated        ? l.threads
+                   : l.kind == FragmentLayout::Kind::GroupReplicated ? l.groupThreads()
+                                                                     : 1;
+  for (size_t e = 0; e < owners.size(); ++e)
+    if (owners[e] != expect)
+      return fmt::format("element {} is held {} times, expected {}", e, owners[e], expect);
+  return std::nullopt;
+}
+
 std::string FragmentLayout::describe() const {
   switch (kind) {
   case Kind::Flat:

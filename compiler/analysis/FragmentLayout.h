@@ -25,6 +25,7 @@
 #include "tileir/TileIR.h"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -55,11 +56,20 @@ struct FragmentLayout {
   SourceLoc fixedAt;
   /// Why the vector width is what it is.
   std::string vectorReason;
+  /// The flat element that (thread, slot) holds, or nullopt for an idle slot. This is the
+  /// definition of the layout; the layout report is printed from it and lowering is checked
+  /// against it.
+  std::optional<int64_t> elementAt(int64_t thread, int64_t slot) const;
   bool sameAs(const FragmentLayout &o) const {
     return kind == o.kind && shape == o.shape && threads == o.threads && vector == o.vector &&
            groups == o.groups;
   }
 };
+
+/// Checks that `l` is an ownership map: every element held by some (thread, slot), by exactly
+/// one unless the layout replicates it (by every thread, or by every thread of its row group).
+/// Returns a description of the first violation.
+std::optional<std::string> verifyOwnership(const FragmentLayout &l);
 
 /// Layouts of every fragment and local buffer of `k`, by buffer id. Reports an error (and
 /// returns false) for a fragment whose layout is not decided by these rules.

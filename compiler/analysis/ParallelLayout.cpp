@@ -166,6 +166,8 @@ ParallelLayout planParallelLoop(const tile::For &loop, int64_t threads) {
   }
   l.vector = v;
   l.reason = reason;
+  l.mapping = fmt::format("iteration i runs on thread (i / {}) % {} at step i / {}", v, threads,
+                          v * threads);
   return l;
 }
 

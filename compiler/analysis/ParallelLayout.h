@@ -21,6 +21,8 @@ struct ParallelLayout {
   int64_t steps() const { return (chunks() + threads - 1) / threads; }
   /// Why the vector width is what it is (for the layout report and --dump-after).
   std::string reason;
+  /// Which thread runs which iteration, in words, for the layout report.
+  std::string mapping;
 };
 
 /// Chooses the layout of `loop` (a Parallel loop) in a block of `threads` threads.

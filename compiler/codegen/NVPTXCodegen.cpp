@@ -637,6 +637,19 @@ Value *KernelEmitter::binary(thir::BinOp op, Value *a, Value *b, thir::Type t) {
   case BinOp::Mul:
     return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
   case BinOp::Div:
+    if (fp && et == DType::Float32 && !opts_.preciseDiv) {
+      // div.full.f32: at most 2 ulp off, full range, no slow path (TileLang's fast-math default).
+      if (t.lanes == 1)
+        return math::callIntrinsic(b_, llvm::Intrinsic::nvvm_div_full, {}, {a, b});
+      Value *out = llvm::PoisonValue::get(a->getType());
+      for (int i = 0; i < t.lanes; ++i)
+        out = b_.CreateInsertElement(
+            out,
+            math::callIntrinsic(b_, llvm::Intrinsic::nvvm_div_full, {},
+                                {b_.CreateExtractElement(a, i), b_.CreateExtractElement(b, i)}),
+            i);
+      return out;
+    }
     return fp ? b_.CreateFDiv(a, b) : sgn ? b_.CreateSDiv(a, b) : b_.CreateUDiv(a, b);
   case BinOp::FloorDiv:
   case BinOp::Mod: {

@@ -48,6 +48,9 @@ struct TargetOptions {
   /// Use the hardware approximations where they are much less accurate than the defaults:
   /// tanh -> tanh.approx.f32 (rel. error ~2^-11). The default tanh is accurate to ~1e-6.
   bool fastMath = false;
+  /// float32 `/` as IEEE division (div.rn.f32, with its slow path) instead of div.full.f32
+  /// (at most 2 ulp, full range): `tilec compile --precise-div`.
+  bool preciseDiv = false;
 };
 
 /// The architectures buildModule/emitPTX accept, in a stable order.

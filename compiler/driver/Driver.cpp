@@ -2,6 +2,7 @@
 
 #include "codegen/NVPTXCodegen.h"
 #include "driver/HeaderGen.h"
+#include "driver/LayoutReport.h"
 #include "driver/Ptxas.h"
 #include "lower/Lower.h"
 #include "sema/Sema.h"
@@ -88,82 +89,6 @@ std::optional<tile::Program> frontEnd(Session &s, const DriverOptions &opts, std
   if (program && opts.dumpAfter == "tile-ir")
     out << tile::print(*program);
   return program;
-}
-
-nlohmann::ordered_json layoutReport(const tile::Program &p, const lower::Lowered &low,
-                                    const DriverOptions &opts, const SourceManager &sm) {
-  using nlohmann::ordered_json;
-  ordered_json report;
-  report["schema"] = "tilec.layout/1";
-  report["file"] = fs::path(opts.input).filename().string();
-  report["arch"] = opts.arch;
-  report["kernels"] = ordered_json::array();
-  for (const tile::Kernel &k : p.kernels) {
-    ordered_json kj;
-    kj["name"] = k.name;
-    kj["threads"] = k.threads;
-    ordered_json grid = ordered_json::array();
-    for (const tile::Expr &g : k.grid)
-      grid.push_back(tile::print(g));
-    kj["grid"] = grid;
-    ordered_json bufs = ordered_json::array();
-    auto shapeJson = [](const std::vector<tile::Expr> &shape) {
-      ordered_json s = ordered_json::array();
-      for (const tile::Expr &d : shape) {
-        if (auto c = tile::asConstInt(d))
-          s.push_back(*c);
-        else
-          s.push_back(tile::print(d));
-      }
-      return s;
-    };
-    for (const tile::Param &prm : k.params) {
-      if (prm.kind != tile::ParamKind::Tensor)
-        continue;
-      const tile::Buffer &b = *prm.tensor;
-      ordered_json bj;
-      bj["name"] = b.name;
-      bj["scope"] = "global";
-      bj["shape"] = shapeJson(b.shape);
-      bj["dtype"] = dtypeName(b.dtype);
-      bj["layout"] = {{"kind", "row-major"}};
-      bj["fixed_by"] = {{"op", "kernel parameter"}, {"line", b.loc.line}, {"col", b.loc.col}};
-      bufs.push_back(bj);
-    }
-    for (const tile::BufferPtr &b : k.buffers) {
-      ordered_json bj;
-      bj["name"] = b->name;
-      bj["scope"] = tile::scopeName(b->scope);
-      bj["shape"] = shapeJson(b->shape);
-      bj["dtype"] = dtypeName(b->dtype);
-      bj["layout"] = {{"kind", "per-thread register"}};
-      bj["fixed_by"] = {{"op", "alloc_var"}, {"line", b->loc.line}, {"col", b->loc.col}};
-      bufs.push_back(bj);
-    }
-    kj["buffers"] = bufs;
-    ordered_json loops = ordered_json::array();
-    for (const lower::ParallelLoopRecord &r : low.parallelLoops) {
-      if (r.kernel != k.name)
-        continue;
-      ordered_json lj;
-      lj["line"] = r.loc.line;
-      lj["col"] = r.loc.col;
-      lj["iterations"] = r.layout.total;
-      lj["threads"] = r.layout.threads;
-      lj["vector"] = r.layout.vector;
-      lj["steps_per_thread"] = r.layout.steps();
-      lj["mapping"] =
-          fmt::format("iteration i runs on thread (i / {}) % {}, step i / {}", r.layout.vector,
-                      r.layout.threads, r.layout.vector * r.layout.threads);
-      lj["vector_reason"] = r.layout.reason;
-      lj["fixed_by"] = "free: coalesced global access";
-      loops.push_back(lj);
-    }
-    kj["parallel_loops"] = loops;
-    report["kernels"].push_back(kj);
-  }
-  (void)sm;
-  return report;
 }
 
 /// Writes every output next to its final name first and renames them only when all were
@@ -263,6 +188,7 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
 
   codegen::TargetOptions to;
   to.arch = opts.arch;
+  to.preciseDiv = opts.preciseDiv;
   llvm::LLVMContext ctx;
   auto mod = codegen::buildModule(lowered->module, to, ctx);
   if (!mod) {
@@ -311,7 +237,9 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
   }
   if (opts.emit.count("layout"))
     files.emplace_back(stem + ".layout.json",
-                       layoutReport(*program, *lowered, opts, s.sm).dump(2) + "\n");
+                       layoutReport(*program, *lowered,
+                                    {fs::path(opts.input).filename().string(), opts.arch,
+                                     opts.layoutDetailFull}));
   writeOutputs(s, opts.outDir, files);
   return s.flush();
 }

@@ -19,6 +19,8 @@ struct DriverOptions {
   std::set<std::string> emit = {"cubin", "header"};
   std::string ns;
   bool layoutDetailFull = false;
+  /// float32 division as IEEE div.rn instead of div.full (<= 2 ulp).
+  bool preciseDiv = false;
   /// Print a stage's output to stdout: "ast", "tile-ir" or "thread-ir".
   std::string dumpAfter;
   /// The stdlib directory (holding std/...); searched after includeDirs.

@@ -61,6 +61,8 @@ int main(int argc, char **argv) {
   compile->add_option("--arch", opts.arch, "target GPU architecture (default: sm_90a)");
   compile->add_option("--emit", emit, "comma list of cubin,ptx,llvm,header,layout");
   compile->add_option("--namespace", opts.ns, "C++ namespace of the header (default: tile::STEM)");
+  compile->add_flag("--precise-div", opts.preciseDiv,
+                    "float32 '/' as IEEE division (default: div.full.f32, at most 2 ulp)");
   compile->add_option("--layout-detail", layoutDetail, "summary or full")
       ->check(CLI::IsMember({"summary", "full"}));
 

@@ -82,7 +82,7 @@ std::optional<thir::Kernel> KernelLowering::run() {
       return std::nullopt;
     }
   }
-  if (!declareFragments(out_.body))
+  if (!verifyFragmentLowering() || !declareFragments(out_.body))
     return std::nullopt;
   lowerBody(k_.body, out_.body, {});
   if (failed_)
@@ -282,6 +282,9 @@ thir::Expr KernelLowering::lowerLoad(const tile::Expr &e, const tile::Load &op, 
   }
   if (isOnChip(buf))
     return fragmentRead(e, op);
+  if (auto it = chunkLoads_.find(e.get()); it != chunkLoads_.end())
+    return thir::extractLane(thir::var(it->second.first, it->second.second),
+                             static_cast<int>(currentLane_));
   if (buf->scope != tile::Scope::Global) {
     unsupported(e->loc, fmt::format("reading {} buffer '{}'", tile::scopeName(buf->scope),
                                     buf->name));

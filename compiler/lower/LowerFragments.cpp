@@ -5,7 +5,10 @@
 // numbers are compile-time constants and the fragment lives in registers.
 #include "lower/LowerImpl.h"
 
+#include "analysis/ParallelLayout.h"
 #include "tileir/Arith.h"
+
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -105,6 +108,94 @@ ReduceOp reduceOp(tile::ReduceKind k) {
 
 bool KernelLowering::isOnChip(const tile::BufferPtr &b) const {
   return b->scope == tile::Scope::Fragment || b->scope == tile::Scope::Local;
+}
+
+namespace {
+
+/// Evaluates an index expression of chunksOf for one thread (the only non-constant it reads).
+std::optional<int64_t> evalForThread(const thir::Expr &e, int64_t tid) {
+  if (auto *c = std::get_if<thir::ConstInt>(&e->op))
+    return c->value;
+  if (auto *s = std::get_if<thir::SpecialReg>(&e->op))
+    return s->reg == thir::Special::ThreadIdxX ? std::optional<int64_t>(tid) : std::nullopt;
+  if (auto *c = std::get_if<thir::Cast>(&e->op))
+    return evalForThread(c->a, tid);
+  auto *b = std::get_if<thir::Binary>(&e->op);
+  if (!b)
+    return std::nullopt;
+  auto x = evalForThread(b->a, tid), y = evalForThread(b->b, tid);
+  if (!x || !y)
+    return std::nullopt;
+  switch (b->op) {
+  case thir::BinOp::Add:
+    return *x + *y;
+  case thir::BinOp::Mul:
+    return *x * *y;
+  case thir::BinOp::FloorDiv:
+    return *y > 0 && *x >= 0 ? std::optional<int64_t>(*x / *y) : std::nullopt;
+  case thir::BinOp::Mod:
+    return *y > 0 && *x >= 0 ? std::optional<int64_t>(*x % *y) : std::nullopt;
+  case thir::BinOp::Lt:
+    return *x < *y;
+  case thir::BinOp::Eq:
+    return *x == *y;
+  case thir::BinOp::And:
+    return *x && *y;
+  default:
+    return std::nullopt;
+  }
+}
+
+} // namespace
+
+bool KernelLowering::verifyFragmentLowering() {
+  for (const tile::BufferPtr &b : k_.buffers) {
+    if (!isOnChip(b))
+      continue;
+    const FragmentLayout &l = fragmentLayouts_.at(b->id);
+    auto fail = [&](const std::string &why) {
+      diags_.error(b->loc, fmt::format("internal compiler error: the layout of '{}' ({}) is "
+                                       "inconsistent: {}",
+                                       b->name, l.describe(), why));
+      failed_ = true;
+      return false;
+    };
+    if (auto why = analysis::verifyOwnership(l))
+      return fail(*why);
+    std::vector<ChunkRef> chunks = chunksOf(l);
+    for (int64_t t = 0; t < l.threads; ++t) {
+      std::vector<bool> seen(static_cast<size_t>(l.slots()), false);
+      for (const ChunkRef &c : chunks) {
+        std::optional<int64_t> live = c.guard ? evalForThread(c.guard, t) : 1;
+        std::vector<int64_t> idx;
+        for (const thir::Expr &i : c.index)
+          if (auto v = evalForThread(i, t))
+            idx.push_back(*v);
+        if (!live || idx.size() != c.index.size())
+          return fail("an index expression could not be evaluated");
+        for (int64_t lane = 0; lane < l.vector; ++lane) {
+          int64_t slot = c.slot0 + lane;
+          seen.at(static_cast<size_t>(slot)) = true;
+          std::optional<int64_t> flat;
+          if (*live) {
+            int64_t f = 0;
+            for (size_t d = 0; d < idx.size(); ++d)
+              f = f * l.shape[d] + idx[d] + (d + 1 == idx.size() ? lane : 0);
+            flat = f;
+          }
+          if (flat != l.elementAt(t, slot))
+            return fail(fmt::format("thread {} slot {}: lowering uses element {}, the layout "
+                                    "says {}",
+                                    t, slot, flat ? std::to_string(*flat) : "none",
+                                    l.elementAt(t, slot) ? std::to_string(*l.elementAt(t, slot))
+                                                         : "none"));
+        }
+      }
+      if (std::find(seen.begin(), seen.end(), false) != seen.end())
+        return fail(fmt::format("thread {} never visits one of its slots", t));
+    }
+  }
+  return true;
 }
 
 bool KernelLowering::declareFragments(thir::Body &out) {
@@ -420,8 +511,12 @@ bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For 
       guard.cond = c.guard;
       target = &guard.then;
     }
+    chunkLoads_.clear();
+    if (l.vector > 1 && l.distributed())
+      preloadChunk(f, c, l.vector, *target);
     for (int64_t lane = 0; lane < l.vector && !failed_; ++lane) {
       bindChunk(f.vars, c, lane);
+      currentLane_ = lane;
       element_ = ElementContext{&l, loopVarIds, c.slot0 + lane, c.rowIter};
       lowerBody(f.body, *target, {});
       element_.reset();
@@ -430,6 +525,7 @@ bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For 
       for (auto it = letVars_.begin(); it != letVars_.end();)
         it = outerLets.count(it->first) ? std::next(it) : letVars_.erase(it);
     }
+    chunkLoads_.clear();
     if (c.guard)
       out.push_back({std::move(guard)});
     if (failed_)
@@ -440,9 +536,100 @@ bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For 
   pl.total = l.total();
   pl.threads = l.threads;
   pl.vector = l.vector;
-  pl.reason = "follows the fragment layout (" + l.describe() + ")";
+  pl.reason = l.vectorReason.empty() ? "no vector" : l.vectorReason;
+  pl.mapping = "follows the fragment layout: " + l.describe();
   layouts_.push_back({s.loc, pl});
   return true;
+}
+
+void KernelLowering::preloadChunk(const tile::For &f, const ChunkRef &c, int vector,
+                                  thir::Body &out) {
+  const tile::Var &inner = *f.vars.back();
+  std::vector<const tile::Node *> loads;
+  std::function<void(const tile::Expr &)> walk = [&](const tile::Expr &e) {
+    std::visit(
+        [&](const auto &op) {
+          using T = std::decay_t<decltype(op)>;
+          if constexpr (std::is_same_v<T, tile::Load>) {
+            if (op.buffer->scope == tile::Scope::Global)
+              loads.push_back(e.get());
+            for (const tile::Expr &i : op.indices)
+              walk(i);
+          } else if constexpr (std::is_same_v<T, tile::Unary> || std::is_same_v<T, tile::Cast>) {
+            walk(op.a);
+          } else if constexpr (std::is_same_v<T, tile::Binary>) {
+            walk(op.a);
+            walk(op.b);
+          } else if constexpr (std::is_same_v<T, tile::Select>) {
+            walk(op.cond);
+            walk(op.a);
+            walk(op.b);
+          }
+        },
+        e->op);
+  };
+  for (const tile::Stmt &s : f.body) {
+    if (auto *l = std::get_if<tile::Let>(&s.op))
+      walk(l->value);
+    else if (auto *st = std::get_if<tile::Store>(&s.op))
+      walk(st->value);
+  }
+  bindChunk(f.vars, c, 0);
+  for (const tile::Node *n : loads) {
+    if (chunkLoads_.count(n))
+      continue;
+    const tile::Load &ld = std::get<tile::Load>(n->op);
+    const tile::BufferPtr &buf = ld.buffer;
+    if (dtypeBytes(buf->dtype) * vector > 16)
+      continue;
+    // Only the last index may move with the loop's last variable, with step 1.
+    bool ok = true;
+    for (size_t d = 0; d + 1 < ld.indices.size() && ok; ++d)
+      ok = !analysis::mentions(ld.indices[d], inner);
+    auto form = ok ? tile::toAffine(ld.indices.back()) : std::nullopt;
+    if (!form)
+      continue;
+    tile::Expr rest = tile::intImm(form->constant);
+    bool moves = false;
+    for (const auto &[key, term] : form->terms) {
+      auto *ref = std::get_if<tile::VarRef>(&term.second->op);
+      if (ref && ref->var->id == inner.id) {
+        ok = ok && term.first == 1;
+        moves = true;
+      } else {
+        ok = ok && !analysis::mentions(term.second, inner);
+        rest = tile::makeBinary(tile::BinOp::Add, rest,
+                                tile::makeBinary(tile::BinOp::Mul, term.second,
+                                                 tile::intImm(term.first)));
+      }
+    }
+    // Lane 0's loop variable is a multiple of the vector width by construction of the layout;
+    // the rest of the index and every row stride must be too, and all lanes in bounds.
+    ok = ok && moves && tile::isMultipleOf(rest, vector);
+    int64_t stride = 1;
+    for (size_t d = ld.indices.size(); ok && d-- > 1;) {
+      auto n = tile::asConstInt(buf->shape[d]);
+      ok = n.has_value();
+      if (ok)
+        stride *= *n;
+      ok = ok && stride % vector == 0;
+    }
+    if (!ok)
+      continue;
+    thir::Expr inb = inBounds({buf, ld.indices}, {}, vector - 1);
+    auto *always = inb ? std::get_if<thir::ConstInt>(&inb->op) : nullptr;
+    if (!always || !always->value)
+      continue;
+    thir::Expr off = offset(buf, ld.indices, {});
+    if (!off)
+      continue;
+    Type vt{buf->dtype, vector};
+    int align = dtypeBytes(buf->dtype) * vector;
+    noteAlign(buf->paramIndex, align);
+    int id = nextVar_++;
+    out.push_back({thir::DeclVar{id, vt, thir::globalLoad(buf->paramIndex, off, vt, align)}});
+    chunkLoads_[n] = {id, vt};
+  }
 }
 
 void KernelLowering::lowerFill(const tile::Stmt &s, const tile::Fill &f, thir::Body &out) {

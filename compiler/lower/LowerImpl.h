@@ -128,6 +128,10 @@ private:
 
   // ---- LowerFragments.cpp --------------------------------------------------------------------
   bool declareFragments(thir::Body &out);
+  /// Checks, for every thread, that the slots lowering walks (chunksOf) are the elements the
+  /// layout defines (FragmentLayout::elementAt), and that the layout is an ownership map: what
+  /// the layout report says is what the code does.
+  bool verifyFragmentLowering();
   bool isOnChip(const tile::BufferPtr &b) const;
   thir::Expr slotVar(const tile::BufferPtr &b, int64_t slot);
   /// The flat element index of `indices` into `b`, as a tile expression.
@@ -164,6 +168,13 @@ private:
   std::map<int, int> paramAlign_;
   std::map<int, std::vector<int>> slotVars_; // fragment/local buffer id -> per-slot variables
   std::optional<ElementContext> element_;
+  /// Global loads of a fragment loop's body read as one vector per chunk: tile node -> the
+  /// vector variable; lane `currentLane_` of it is the element's value.
+  std::map<const tile::Node *, std::pair<int, Type>> chunkLoads_;
+  int64_t currentLane_ = 0;
+  /// Emits, for chunk `c`, one vector load per global read of `body` that moves with the last
+  /// loop variable and is provably in bounds and aligned for the whole chunk.
+  void preloadChunk(const tile::For &f, const ChunkRef &c, int vector, thir::Body &out);
 };
 
 } // namespace tilec::lower::detail

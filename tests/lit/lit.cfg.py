@@ -23,3 +23,5 @@ if config.have_ptxas:
     config.available_features.add("ptxas")
 if os.path.isdir(os.path.join(config.source_root, "..", "shared", "conformance")):
     config.available_features.add("conformance")
+import sys
+config.substitutions.append(("%python", sys.executable))

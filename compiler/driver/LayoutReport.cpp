@@ -1,0 +1,143 @@
+#include "driver/LayoutReport.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace tilec::driver {
+
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json shapeJson(const std::vector<tile::Expr> &shape) {
+  ordered_json s = ordered_json::array();
+  for (const tile::Expr &d : shape) {
+    if (auto c = tile::asConstInt(d))
+      s.push_back(*c);
+    else
+      s.push_back(tile::print(d));
+  }
+  return s;
+}
+
+ordered_json where(const std::string &op, SourceLoc loc) {
+  return {{"op", op}, {"line", loc.line}, {"col", loc.col}};
+}
+
+const char *kindName(analysis::FragmentLayout::Kind k) {
+  switch (k) {
+  case analysis::FragmentLayout::Kind::Flat:
+    return "flat";
+  case analysis::FragmentLayout::Kind::RowGroups:
+    return "row_groups";
+  case analysis::FragmentLayout::Kind::Replicated:
+    return "replicated";
+  case analysis::FragmentLayout::Kind::GroupReplicated:
+    return "group_replicated";
+  }
+  return "?";
+}
+
+ordered_json fragmentLayoutJson(const analysis::FragmentLayout &l, bool full) {
+  ordered_json j;
+  j["kind"] = kindName(l.kind);
+  j["threads"] = l.threads;
+  j["vector"] = l.vector;
+  j["groups"] = l.groups;
+  j["slots_per_thread"] = l.slots();
+  j["description"] = l.describe();
+  if (!l.vectorReason.empty())
+    j["vector_reason"] = l.vectorReason;
+  if (!full)
+    return j;
+  // Owners of every element, from the layout's own definition.
+  std::vector<ordered_json> owners(static_cast<size_t>(l.total()), ordered_json::array());
+  for (int64_t t = 0; t < l.threads; ++t)
+    for (int64_t s = 0; s < l.slots(); ++s)
+      if (auto e = l.elementAt(t, s))
+        owners[static_cast<size_t>(*e)].push_back({t, s});
+  ordered_json elems = ordered_json::array();
+  for (size_t e = 0; e < owners.size(); ++e) {
+    ordered_json index = ordered_json::array();
+    int64_t rest = static_cast<int64_t>(e);
+    std::vector<int64_t> idx(l.shape.size());
+    for (size_t d = l.shape.size(); d-- > 0;) {
+      idx[d] = rest % l.shape[d];
+      rest /= l.shape[d];
+    }
+    for (int64_t i : idx)
+      index.push_back(i);
+    elems.push_back({{"index", index}, {"owners", owners[e]}});
+  }
+  j["elements"] = elems;
+  return j;
+}
+
+} // namespace
+
+std::string layoutReport(const tile::Program &p, const lower::Lowered &low,
+                         const LayoutReportOptions &opts) {
+  ordered_json report;
+  report["schema"] = "tilec.layout/1";
+  report["file"] = opts.fileName;
+  report["arch"] = opts.arch;
+  report["layout_detail"] = opts.full ? "full" : "summary";
+  report["kernels"] = ordered_json::array();
+  for (const tile::Kernel &k : p.kernels) {
+    ordered_json kj;
+    kj["name"] = k.name;
+    kj["threads"] = k.threads;
+    ordered_json grid = ordered_json::array();
+    for (const tile::Expr &g : k.grid)
+      grid.push_back(tile::print(g));
+    kj["grid"] = grid;
+    ordered_json bufs = ordered_json::array();
+    for (const tile::Param &prm : k.params) {
+      if (prm.kind != tile::ParamKind::Tensor)
+        continue;
+      const tile::Buffer &b = *prm.tensor;
+      bufs.push_back({{"name", b.name},
+                      {"scope", "global"},
+                      {"shape", shapeJson(b.shape)},
+                      {"dtype", dtypeName(b.dtype)},
+                      {"layout", {{"kind", "row_major"}}},
+                      {"fixed_by", where("kernel parameter", b.loc)}});
+    }
+    for (const tile::BufferPtr &b : k.buffers) {
+      ordered_json bj = {{"name", b->name},
+                         {"scope", tile::scopeName(b->scope)},
+                         {"shape", shapeJson(b->shape)},
+                         {"dtype", dtypeName(b->dtype)}};
+      const lower::FragmentRecord *rec = nullptr;
+      for (const lower::FragmentRecord &r : low.fragments)
+        if (r.kernel == k.name && r.bufferId == b->id)
+          rec = &r;
+      if (rec) {
+        bj["layout"] = fragmentLayoutJson(rec->layout, opts.full);
+        bj["fixed_by"] = where(rec->layout.fixedBy, rec->layout.fixedAt);
+      } else {
+        bj["layout"] = {{"kind", "per_thread_register"}};
+        bj["fixed_by"] = where(fmt::format("alloc_{}", tile::scopeName(b->scope)), b->loc);
+      }
+      bufs.push_back(bj);
+    }
+    kj["buffers"] = bufs;
+    ordered_json loops = ordered_json::array();
+    for (const lower::ParallelLoopRecord &r : low.parallelLoops) {
+      if (r.kernel != k.name)
+        continue;
+      loops.push_back({{"line", r.loc.line},
+                       {"col", r.loc.col},
+                       {"iterations", r.layout.total},
+                       {"threads", r.layout.threads},
+                       {"vector", r.layout.vector},
+                       {"mapping", r.layout.mapping},
+                       {"vector_reason", r.layout.reason}});
+    }
+    kj["parallel_loops"] = loops;
+    report["kernels"].push_back(kj);
+  }
+  return report.dump(2) + "\n";
+}
+
+} // namespace tilec::driver
