@@ -17,7 +17,14 @@ case "${1:-}" in
 build)
   tilec=${TILEC:-$root/build/bin/tilec}
   [ -x "$tilec" ] || { echo "build tilec first (scripts/build.sh)"; exit 1; }
-  rm -rf "$gpu" && mkdir -p "$gpu/gen" "$gpu/bin"
+  rm -rf "$gpu" && mkdir -p "$gpu/gen/sm_90a" "$gpu/gen/sm_80" "$gpu/bin"
+  # GEMM samples for both arch paths, in namespaces that can share a test program.
+  for sample in gemm_relu gemm_bias_gelu; do
+    "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen/sm_90a" --arch sm_90a --emit cubin,ptx,header,layout
+    # sm_80 machine code does not run on an sm_90 GPU: embed the PTX, which the driver compiles.
+    "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen/sm_80" --arch sm_80 --embed ptx \
+      --namespace "tile::sm80::$sample" --emit cubin,ptx,header,layout
+  done
   for sample in vector_add softmax rmsnorm_silu; do
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen" --emit cubin,ptx,header,layout
   done

@@ -35,9 +35,16 @@ compiled()
 ms = do_bench(compiled, warmup=50, rep=300, return_mode="median")
 rows.append(("rmsnorm+silu torch.compile 65536x640 fp16", ms, gbs(2 * x.numel() * 2, ms)))
 
+for dt, name in ((torch.float16, "fp16"), (torch.bfloat16, "bf16")):
+    A = torch.randn(4096, 4096, device=dev, dtype=dt)
+    B = torch.randn(4096, 4096, device=dev, dtype=dt)
+    ms = do_bench(lambda: A @ B, warmup=50, rep=300, return_mode="median")
+    rows.append((f"cuBLAS {name} gemm 4096^3 (TFLOP/s)", ms, 2 * 4096**3 / ms / 1e9))
+
 a = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
 b = torch.empty_like(a)
 ms = do_bench(lambda: b.copy_(a), warmup=20, rep=200, return_mode="median")
 rows.append(("d2d copy 1 GiB", ms, gbs(2 * a.numel(), ms)))
 for name, ms, g in rows:
-    print(f"PEER {name:45s} {ms:9.4f} ms {g:9.1f} GB/s")
+    unit = "TFLOP/s" if "TFLOP" in name else "GB/s"
+    print(f"PEER {name:45s} {ms:9.4f} ms {g:9.1f} {unit}")

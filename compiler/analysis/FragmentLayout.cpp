@@ -21,6 +21,8 @@ int64_t FragmentLayout::slots() const {
     return total();
   case Kind::GroupReplicated:
     return rowsPerGroup();
+  case Kind::MmaAccumulator:
+    return (warpTileM() / 16) * (warpTileN() / 8) * 4;
   }
   return total();
 }
@@ -50,6 +52,13 @@ std::optional<int64_t> FragmentLayout::elementAt(int64_t t, int64_t slot) const 
     if (row >= rows())
       return std::nullopt;
     return row;
+  }
+  case Kind::MmaAccumulator: {
+    int64_t warp = t / 32, lane = t % 32, g = lane / 4, t4 = lane % 4;
+    int64_t ni = warpTileN() / 8, block = slot / 4, i = slot % 4;
+    int64_t row = (warp / warpsN) * warpTileM() + (block / ni) * 16 + g + 8 * (i >> 1);
+    int64_t col = (warp % warpsN) * warpTileN() + (block % ni) * 8 + 2 * t4 + (i & 1);
+    return row * shape[1] + col;
   }
   }
   return std::nullopt;
@@ -87,8 +96,40 @@ std::string FragmentLayout::describe() const {
   case Kind::GroupReplicated:
     return fmt::format("group-replicated: element i held by the {} threads of group i % {}",
                        groupThreads(), groups);
+  case Kind::MmaAccumulator:
+    return fmt::format("mma.sync m16n8k16 accumulator: {} x {} warps, {} x {} per warp", warpsM,
+                       warpsN, warpTileM(), warpTileN());
   }
   return "";
+}
+
+std::variant<WarpGrid, std::string> gemmWarpGrid(int64_t M, int64_t N, int64_t threads,
+                                                 tile::GemmPolicy policy) {
+  int64_t W = threads / 32;
+  auto fits = [&](int64_t wm, int64_t wn) { return M % (16 * wm) == 0 && N % (8 * wn) == 0; };
+  std::optional<WarpGrid> best;
+  for (int64_t wm = 1; wm <= W; ++wm) {
+    if (W % wm != 0)
+      continue;
+    int64_t wn = W / wm;
+    if (policy == tile::GemmPolicy::FullRow && wn != 1)
+      continue;
+    if (policy == tile::GemmPolicy::FullCol && wm != 1)
+      continue;
+    if (!fits(wm, wn))
+      continue;
+    auto score = [&](WarpGrid g) { return std::llabs(M / g.warpsM - N / g.warpsN); };
+    WarpGrid cand{wm, wn};
+    if (!best || score(cand) < score(*best) ||
+        (score(cand) == score(*best) && cand.warpsM > best->warpsM))
+      best = cand;
+  }
+  if (best)
+    return *best;
+  static constexpr const char *names[] = {"Square", "FullRow", "FullCol"};
+  return fmt::format("the {} x {} accumulator cannot be split over {} warps with "
+                     "GemmWarpPolicy.{} (each warp needs a multiple of 16 rows and 8 columns)",
+                     M, N, W, names[static_cast<int>(policy)]);
 }
 
 namespace {
@@ -217,8 +258,33 @@ public:
         byId_[b->id] = b;
       }
     walk(k_.body);
-    // Distributed groups first: replicated groups derive their layout from a reduction source.
+    for (const auto &[loc, message] : gemmErrors_) {
+      diags_.error(loc, message);
+      return false;
+    }
+    // Strict layouts (gemm accumulators) first, then free distributed groups; replicated groups
+    // derive their layout from a reduction source.
     std::map<int, FragmentLayout> byGroup;
+    for (const auto &[buf, l] : strict_) {
+      int root = groups_.find(buf->id);
+      auto [it, inserted] = byGroup.emplace(root, l);
+      if (!inserted && !it->second.sameAs(l)) {
+        diags_.error(l.fixedAt, fmt::format("layout conflict: this gemm needs '{}' as {}, but the "
+                                            "{} fixed it as {}",
+                                            buf->name, l.describe(), it->second.fixedBy,
+                                            it->second.describe()));
+        diags_.note(it->second.fixedAt, "the other layout is fixed here");
+        return false;
+      }
+      if (facts_[root].replicated) {
+        diags_.error(l.fixedAt, fmt::format("layout conflict: '{}' is the accumulator of this "
+                                            "gemm ({}) and also holds the result of the {}",
+                                            buf->name, l.describe(),
+                                            facts_[root].replicatedBy));
+        diags_.note(facts_[root].replicatedAt, "the reduction is here");
+        return false;
+      }
+    }
     for (const auto &[id, buf] : byId_) {
       int root = groups_.find(id);
       GroupFacts &f = facts_[root];
@@ -349,6 +415,8 @@ private:
           limitVector(src->id, dst->dtype, fmt::format("stores to '{}'", dst->name));
         if (onChip(dst) && src->scope == tile::Scope::Global)
           limitVector(dst->id, src->dtype, fmt::format("loads from '{}'", src->name));
+      } else if (auto *g = std::get_if<tile::Gemm>(&s.op)) {
+        gemm(*g, s.loc);
       } else if (auto *r = std::get_if<tile::Reduce>(&s.op)) {
         if (onChip(r->dst.buffer)) {
           replicate(r->dst.buffer->id,
@@ -358,6 +426,28 @@ private:
         }
       }
     }
+  }
+
+  void gemm(const tile::Gemm &g, SourceLoc loc) {
+    const tile::BufferPtr &c = g.c.buffer;
+    if (!onChip(c))
+      return;
+    std::vector<int64_t> shape = constShape(c->shape);
+    auto grid = gemmWarpGrid(shape[0], shape[1], k_.threads, g.policy);
+    if (auto *err = std::get_if<std::string>(&grid)) {
+      gemmErrors_.push_back({loc, *err});
+      return;
+    }
+    FragmentLayout l;
+    l.kind = FragmentLayout::Kind::MmaAccumulator;
+    l.shape = shape;
+    l.threads = k_.threads;
+    l.vector = 2;
+    l.warpsM = std::get<WarpGrid>(grid).warpsM;
+    l.warpsN = std::get<WarpGrid>(grid).warpsN;
+    l.fixedBy = fmt::format("gemm at line {}", loc.line);
+    l.fixedAt = loc;
+    strict_.push_back({c, l});
   }
 
   void parallel(const tile::For &f) {
@@ -394,6 +484,8 @@ private:
     SourceLoc loc;
   };
   std::vector<ReduceInfo> reduces_;
+  std::vector<std::pair<tile::BufferPtr, FragmentLayout>> strict_;
+  std::vector<std::pair<SourceLoc, std::string>> gemmErrors_;
 };
 
 } // namespace

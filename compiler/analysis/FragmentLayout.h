@@ -13,6 +13,10 @@
 //  - Replicated: every thread holds every element (slot = flat index).
 //  - GroupReplicated (1-D (R,)): element i is held at slot i / G by every thread of group
 //    i % G: the result of reducing a RowGroups fragment along its rows.
+//  - MmaAccumulator (2-D (M, N), strict): the accumulator of gemm on mma.sync m16n8k16. Warps
+//    form a warpsM x warpsN grid (warp w at (w / warpsN, w % warpsN)), each owning a
+//    (M / warpsM) x (N / warpsN) tile of m16n8 blocks; in a block, lane (4g + t) holds
+//    (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1). Slot ((mi * NI + ni) * 4 + i).
 //
 // Propagation ("common"): fragments that meet in a Parallel loop or a fragment-to-fragment copy
 // share one layout; a group that holds a reduction's result takes the layout the reduction's
@@ -26,18 +30,22 @@
 
 #include <map>
 #include <optional>
+#include <variant>
 #include <string>
 #include <vector>
 
 namespace tilec::analysis {
 
 struct FragmentLayout {
-  enum class Kind { Flat, RowGroups, Replicated, GroupReplicated };
+  enum class Kind { Flat, RowGroups, Replicated, GroupReplicated, MmaAccumulator };
   Kind kind = Kind::Flat;
   std::vector<int64_t> shape;
   int64_t threads = 1;
   int vector = 1;
   int64_t groups = 1; // G, for RowGroups and GroupReplicated
+  int64_t warpsM = 1, warpsN = 1; // MmaAccumulator warp grid
+  int64_t warpTileM() const { return shape[0] / warpsM; }
+  int64_t warpTileN() const { return shape[1] / warpsN; }
   int64_t total() const;
   int64_t chunks() const { return total() / vector; }
   /// Flat: chunks a thread holds.
@@ -47,7 +55,9 @@ struct FragmentLayout {
   int64_t rowsPerGroup() const { return (rows() + groups - 1) / groups; }
   int64_t chunksPerRow() const { return shape.back() / vector; }
   int64_t stepsPerRow() const { return (chunksPerRow() + groupThreads() - 1) / groupThreads(); }
-  bool distributed() const { return kind == Kind::Flat || kind == Kind::RowGroups; }
+  bool distributed() const {
+    return kind == Kind::Flat || kind == Kind::RowGroups || kind == Kind::MmaAccumulator;
+  }
   /// Registers one thread holds for the buffer.
   int64_t slots() const;
   std::string describe() const;
@@ -62,7 +72,7 @@ struct FragmentLayout {
   std::optional<int64_t> elementAt(int64_t thread, int64_t slot) const;
   bool sameAs(const FragmentLayout &o) const {
     return kind == o.kind && shape == o.shape && threads == o.threads && vector == o.vector &&
-           groups == o.groups;
+           groups == o.groups && warpsM == o.warpsM && warpsN == o.warpsN;
   }
 };
 
@@ -70,6 +80,14 @@ struct FragmentLayout {
 /// one unless the layout replicates it (by every thread, or by every thread of its row group).
 /// Returns a description of the first violation.
 std::optional<std::string> verifyOwnership(const FragmentLayout &l);
+
+/// The warp grid of a gemm's accumulator under `policy` for a (M, N) tile and `threads`
+/// threads, or an error message.
+struct WarpGrid {
+  int64_t warpsM = 1, warpsN = 1;
+};
+std::variant<WarpGrid, std::string> gemmWarpGrid(int64_t M, int64_t N, int64_t threads,
+                                                 tile::GemmPolicy policy);
 
 /// Layouts of every fragment and local buffer of `k`, by buffer id. Reports an error (and
 /// returns false) for a fragment whose layout is not decided by these rules.

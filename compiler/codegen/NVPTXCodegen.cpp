@@ -7,6 +7,7 @@
 #include <llvm/Analysis/CGSCCPassManager.h>
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
@@ -324,28 +325,32 @@ private:
     b_.SetInsertPoint(endBB);
   }
 
-  void stmt(const thir::SharedStore &s) {
-    if (s.value->type.lanes != 1)
-      bug("shared store of a vector");
-    b_.CreateAlignedStore(expr(s.value), sharedAddress(s.byteOffset),
-                          llvm::Align(dtypeBytes(s.value->type.elem)));
+  static llvm::Align naturalAlign(thir::Type t) {
+    return llvm::Align(std::min(16, dtypeBytes(t.elem) * t.lanes));
   }
 
-  /// The kernel's static shared scratch, created on first use.
+  void stmt(const thir::SharedStore &s) {
+    b_.CreateAlignedStore(expr(s.value), sharedAddress(s.byteOffset), naturalAlign(s.value->type));
+  }
+
+  /// The module's dynamic shared memory (one extern array that every kernel uses from 0).
   Value *sharedAddress(const Expr &byteOffset) {
     if (!(byteOffset->type == thir::Type{DType::Int32, 1}))
       bug("shared offset is not int32");
-    if (k_.sharedScratchBytes <= 0)
-      bug("shared access in a kernel without scratch");
-    if (!scratch_) {
-      auto *ty = llvm::ArrayType::get(b_.getInt8Ty(), static_cast<uint64_t>(k_.sharedScratchBytes));
-      auto *g = new llvm::GlobalVariable(mod_, ty, false, llvm::GlobalValue::InternalLinkage,
-                                         llvm::UndefValue::get(ty), k_.name + ".scratch", nullptr,
+    if (k_.dynamicSharedBytes <= 0)
+      bug("shared access in a kernel without dynamic shared memory");
+    if (!smem_) {
+      smem_ = mod_.getGlobalVariable("tilec_smem");
+      if (!smem_) {
+        auto *ty = llvm::ArrayType::get(b_.getInt8Ty(), 0);
+        smem_ = new llvm::GlobalVariable(mod_, ty, false, llvm::GlobalValue::ExternalLinkage,
+                                         nullptr, "tilec_smem", nullptr,
                                          llvm::GlobalValue::NotThreadLocal, 3);
-      g->setAlignment(llvm::Align(16));
-      scratch_ = g;
+        // 1024 bytes: the period of the 128-byte swizzle, so swizzled tiles start on it.
+        smem_->setAlignment(llvm::Align(1024));
+      }
     }
-    return b_.CreateInBoundsGEP(b_.getInt8Ty(), scratch_, expr(byteOffset));
+    return b_.CreateInBoundsGEP(b_.getInt8Ty(), smem_, expr(byteOffset));
   }
 
   void stmt(const thir::Barrier &) {
@@ -484,7 +489,59 @@ private:
   }
   Value *exprOp(const thir::SharedLoad &l, const Node &n) {
     return b_.CreateAlignedLoad(valueType(n.type), sharedAddress(l.byteOffset),
-                                llvm::Align(dtypeBytes(n.type.elem)));
+                                naturalAlign(n.type));
+  }
+  Value *exprOp(const thir::LdMatrix &l, const Node &n) {
+    llvm::Intrinsic::ID id = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
+    if (l.num == 4)
+      id = l.trans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_trans_b16
+                   : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
+    else if (l.num == 2)
+      id = l.trans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_trans_b16
+                   : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x2_b16;
+    else
+      id = l.trans ? llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x1_trans_b16
+                   : llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x1_b16;
+    Value *addr = sharedAddress(l.byteOffset);
+    llvm::Function *fn = llvm::Intrinsic::getOrInsertDeclaration(&mod_, id, {addr->getType()});
+    Value *r = b_.CreateCall(fn, {addr});
+    if (l.num == 1)
+      return b_.CreateInsertElement(llvm::PoisonValue::get(valueType(n.type)), r, uint64_t{0});
+    Value *out = llvm::PoisonValue::get(valueType(n.type));
+    for (int i = 0; i < l.num; ++i)
+      out = b_.CreateInsertElement(out, b_.CreateExtractValue(r, static_cast<unsigned>(i)),
+                                   static_cast<uint64_t>(i));
+    return out;
+  }
+  Value *exprOp(const thir::MmaSync &m, const Node &n) {
+    // No single intrinsic covers f16 and bf16 with the same operand types: inline PTX, with the
+    // accumulators tied to the results (as MLIR's NVVM dialect does).
+    Value *a = expr(m.a), *bv = expr(m.b), *c = expr(m.c);
+    auto *f32 = b_.getFloatTy();
+    auto *i32 = b_.getInt32Ty();
+    auto *retTy = llvm::StructType::get(ctx_, {f32, f32, f32, f32});
+    auto *fnTy = llvm::FunctionType::get(retTy, {i32, i32, i32, i32, i32, i32, f32, f32, f32, f32},
+                                         false);
+    std::string asmText = fmt::format(
+        "mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32 {{$0,$1,$2,$3}}, {{$4,$5,$6,$7}}, "
+        "{{$8,$9}}, {{$10,$11,$12,$13}};",
+        m.inputType == DType::BFloat16 ? "bf16" : "f16");
+    auto *ia = llvm::InlineAsm::get(fnTy, asmText, "=f,=f,=f,=f,r,r,r,r,r,r,0,1,2,3", false);
+    std::vector<Value *> args;
+    for (unsigned i = 0; i < 4; ++i)
+      args.push_back(b_.CreateExtractElement(a, uint64_t{i}));
+    for (unsigned i = 0; i < 2; ++i)
+      args.push_back(b_.CreateExtractElement(bv, uint64_t{i}));
+    for (unsigned i = 0; i < 4; ++i)
+      args.push_back(b_.CreateExtractElement(c, uint64_t{i}));
+    Value *r = b_.CreateCall(ia, args);
+    Value *out = llvm::PoisonValue::get(valueType(n.type));
+    for (unsigned i = 0; i < 4; ++i)
+      out = b_.CreateInsertElement(out, b_.CreateExtractValue(r, i), uint64_t{i});
+    return out;
+  }
+  Value *exprOp(const thir::Bitcast &bc, const Node &n) {
+    return b_.CreateBitCast(expr(bc.a), valueType(n.type));
   }
 
   // Applies a scalar function to each lane (the nvvm math intrinsics are scalar-only).
@@ -522,7 +579,7 @@ private:
   llvm::IRBuilder<> b_;
   llvm::Function *fn_ = nullptr;
   std::map<int, VarSlot> vars_;
-  llvm::GlobalVariable *scratch_ = nullptr;
+  llvm::GlobalVariable *smem_ = nullptr;
   std::unordered_map<const Node *, Value *> cache_;
 };
 
@@ -723,6 +780,14 @@ Value *KernelEmitter::binary(thir::BinOp op, Value *a, Value *b, thir::Type t) {
     return b_.CreateAnd(a, b);
   case BinOp::Or:
     return b_.CreateOr(a, b);
+  case BinOp::BitAnd:
+    return b_.CreateAnd(a, b);
+  case BinOp::BitXor:
+    return b_.CreateXor(a, b);
+  case BinOp::Shl:
+    return b_.CreateShl(a, b);
+  case BinOp::Shr:
+    return sgn ? b_.CreateAShr(a, b) : b_.CreateLShr(a, b);
   }
   bug("unknown binary op");
 }

@@ -211,7 +211,8 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
   if (opts.emit.count("ptx"))
     files.emplace_back(stem + ".ptx", ptx);
   BinaryKind kind = BinaryKind::Ptx;
-  if (opts.emit.count("cubin") || opts.emit.count("header")) {
+  bool needCubin = opts.emit.count("cubin") || (opts.emit.count("header") && opts.embed == "cubin");
+  if (needCubin) {
     if (auto ptxas = findPtxas()) {
       PtxasResult r = runPtxas(*ptxas, ptx, opts.arch);
       if (!r.ok) {
@@ -231,6 +232,8 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     HeaderOptions ho;
     ho.ns = ns;
     ho.sourceName = fs::path(opts.input).filename().string();
+    if (opts.embed == "ptx")
+      kind = BinaryKind::Ptx;
     files.emplace_back(
         stem + ".h",
         generateHeader(lowered->module, kind == BinaryKind::Cubin ? cubin : ptx, kind, ho));

@@ -21,6 +21,9 @@ struct DriverOptions {
   bool layoutDetailFull = false;
   /// float32 division as IEEE div.rn instead of div.full (<= 2 ulp).
   bool preciseDiv = false;
+  /// What the header embeds: "cubin" (machine code for --arch only) or "ptx" (compiled by the
+  /// driver at load, so it also runs on newer GPUs, e.g. an sm_80 build on an H200).
+  std::string embed = "cubin";
   /// Print a stage's output to stdout: "ast", "tile-ir" or "thread-ir".
   std::string dumpAfter;
   /// The stdlib directory (holding std/...); searched after includeDirs.

@@ -172,6 +172,10 @@ private:
     case BinOp::Or:
       return fmt::format("({} || {})", x, y);
     case BinOp::Pow:
+    case BinOp::BitAnd:
+    case BinOp::BitXor:
+    case BinOp::Shl:
+    case BinOp::Shr:
       break;
     }
     bug("pow in a grid expression");

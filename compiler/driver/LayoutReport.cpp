@@ -34,6 +34,8 @@ const char *kindName(analysis::FragmentLayout::Kind k) {
     return "replicated";
   case analysis::FragmentLayout::Kind::GroupReplicated:
     return "group_replicated";
+  case analysis::FragmentLayout::Kind::MmaAccumulator:
+    return "mma_accumulator";
   }
   return "?";
 }

@@ -61,6 +61,9 @@ int main(int argc, char **argv) {
   compile->add_option("--arch", opts.arch, "target GPU architecture (default: sm_90a)");
   compile->add_option("--emit", emit, "comma list of cubin,ptx,llvm,header,layout");
   compile->add_option("--namespace", opts.ns, "C++ namespace of the header (default: tile::STEM)");
+  compile->add_option("--embed", opts.embed,
+                      "what the header embeds: cubin (default) or ptx (JIT-compiled at load)")
+      ->check(CLI::IsMember({"cubin", "ptx"}));
   compile->add_flag("--precise-div", opts.preciseDiv,
                     "float32 '/' as IEEE division (default: div.full.f32, at most 2 ulp)");
   compile->add_option("--layout-detail", layoutDetail, "summary or full")

@@ -77,15 +77,12 @@ std::optional<thir::Kernel> KernelLowering::run() {
       if (!init)
         return std::nullopt;
       out_.body.push_back({thir::DeclVar{id, Type{b->dtype}, init}});
-    } else if (b->scope == tile::Scope::Shared) {
-      unsupported(b->loc, "alloc_shared (shared-memory layouts come with tensor-core GEMM)");
-      return std::nullopt;
     }
   }
-  if (!verifyFragmentLowering() || !declareFragments(out_.body))
+  if (!verifyFragmentLowering() || !planShared() || !declareFragments(out_.body))
     return std::nullopt;
   lowerBody(k_.body, out_.body, {});
-  if (failed_)
+  if (failed_ || !checkSharedLimit())
     return std::nullopt;
   for (auto &[param, align] : paramAlign_)
     out_.params[param].alignBytes = std::max(out_.params[param].alignBytes, align);
@@ -386,6 +383,12 @@ void KernelLowering::lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneC
     return lowerFill(s, *f, out);
   if (auto *r = std::get_if<tile::Reduce>(&s.op))
     return lowerReduce(s, *r, out);
+  if (auto *g = std::get_if<tile::Gemm>(&s.op))
+    return lowerGemm(s, *g, out);
+  if (auto *u = std::get_if<tile::UseSwizzle>(&s.op))
+    return lowerUseSwizzle(s, *u, out);
+  if (std::holds_alternative<tile::AnnotateLayout>(s.op))
+    return; // every shared tile of 128-byte lines is swizzled already
   static constexpr const char *names[] = {"let", "store", "copy", "fill", "gemm", "reduce",
                                           "cumsum", "atomic_add", "for", "if", "use_swizzle",
                                           "annotate_layout", "print"};
@@ -478,7 +481,10 @@ void KernelLowering::lowerSerial(const tile::Stmt &s, const tile::For &f, thir::
   if (b && n && !f.step)
     r = Interval{*b, *b + std::max<int64_t>(*n - 1, 0)};
   bind(*f.vars[0], value, r);
+  // What the previous iteration left in shared memory is unknown at the top of the body.
+  forgetSharedState();
   lowerBody(f.body, loop.body, lc);
+  forgetSharedState();
   out.push_back({std::move(loop)});
 }
 
@@ -628,7 +634,7 @@ std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &di
   m.name = p.stem;
   bool ok = true;
   for (const tile::Kernel &k : p.kernels) {
-    KernelLowering kl(k, diags);
+    KernelLowering kl(k, diags, opts);
     if (!analysis::inferFragmentLayouts(k, diags, kl.fragmentLayouts_)) {
       ok = false;
       continue;

@@ -327,6 +327,39 @@ std::vector<ChunkRef> KernelLowering::chunksOf(const FragmentLayout &l) {
     }
     break;
   }
+  case FragmentLayout::Kind::MmaAccumulator: {
+    int64_t WM = l.warpTileM(), WN = l.warpTileN(), NI = WN / 8;
+    thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(32));
+    thir::Expr lane = thir::binary(thir::BinOp::Mod, tid, i32(32));
+    thir::Expr g = thir::binary(thir::BinOp::FloorDiv, lane, i32(4));
+    thir::Expr t4 = thir::binary(thir::BinOp::Mod, lane, i32(4));
+    thir::Expr rowBase =
+        thir::binary(thir::BinOp::Add,
+                     thir::binary(thir::BinOp::Mul,
+                                  l.warpsN == 1 ? warp
+                                                : thir::binary(thir::BinOp::FloorDiv, warp,
+                                                               i32(l.warpsN)),
+                                  i32(WM)),
+                     g);
+    thir::Expr colBase = thir::binary(
+        thir::BinOp::Add,
+        thir::binary(thir::BinOp::Mul,
+                     l.warpsN == 1 ? i32(0) : thir::binary(thir::BinOp::Mod, warp, i32(l.warpsN)),
+                     i32(WN)),
+        thir::binary(thir::BinOp::Mul, t4, i32(2)));
+    for (int64_t mi = 0; mi < WM / 16; ++mi)
+      for (int64_t ni = 0; ni < NI; ++ni)
+        for (int64_t h = 0; h < 2; ++h) {
+          ChunkRef c;
+          c.slot0 = (mi * NI + ni) * 4 + 2 * h;
+          c.index = {thir::binary(thir::BinOp::Add, rowBase, i32(mi * 16 + 8 * h)),
+                     thir::binary(thir::BinOp::Add, colBase, i32(ni * 8))};
+          c.range = {Interval{mi * 16 + 8 * h, (l.warpsM - 1) * WM + mi * 16 + 8 * h + 7},
+                     Interval{ni * 8, (l.warpsN - 1) * WN + ni * 8 + 6}};
+          out.push_back(std::move(c));
+        }
+    break;
+  }
   case FragmentLayout::Kind::GroupReplicated: {
     int64_t G = l.groups, P = l.groupThreads(), R = l.rows();
     thir::Expr g = P == 1 ? tid : thir::binary(thir::BinOp::FloorDiv, tid, i32(P));
@@ -647,147 +680,6 @@ void KernelLowering::lowerFill(const tile::Stmt &s, const tile::Fill &f, thir::B
     out.push_back({thir::AssignVar{id, v}});
 }
 
-void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::Body &out) {
-  const tile::Region &src = c.src, &dst = c.dst;
-  bool srcChip = isOnChip(src.buffer), dstChip = isOnChip(dst.buffer);
-  if (srcChip && dstChip) {
-    const FragmentLayout &ls = fragmentLayouts_.at(src.buffer->id);
-    const FragmentLayout &ld = fragmentLayouts_.at(dst.buffer->id);
-    if (!fullBuffer(src) || !fullBuffer(dst) || !ls.sameAs(ld)) {
-      unsupported(s.loc, fmt::format("copy from '{}' to '{}' between different fragment layouts "
-                                     "or parts of fragments",
-                                     src.buffer->name, dst.buffer->name));
-      return;
-    }
-    for (int64_t i = 0; i < ls.slots(); ++i)
-      out.push_back({thir::AssignVar{slotVars_.at(dst.buffer->id).at(i),
-                                     thir::cast(slotVar(src.buffer, i), Type{dst.buffer->dtype})}});
-    return;
-  }
-  const tile::Region &chip = srcChip ? src : dst;
-  const tile::Region &glob = srcChip ? dst : src;
-  if ((!srcChip && !dstChip) || glob.buffer->scope != tile::Scope::Global) {
-    unsupported(s.loc, fmt::format("copy from {} '{}' to {} '{}'",
-                                   tile::scopeName(src.buffer->scope), src.buffer->name,
-                                   tile::scopeName(dst.buffer->scope), dst.buffer->name));
-    return;
-  }
-  if (!fullBuffer(chip)) {
-    unsupported(s.loc, fmt::format("copy to or from a part of fragment '{}'", chip.buffer->name));
-    return;
-  }
-  const FragmentLayout &l = fragmentLayouts_.at(chip.buffer->id);
-  // Synthetic variables walk the fragment's elements; the global indices follow the region.
-  std::vector<tile::VarPtr> walker;
-  for (size_t d = 0; d < l.shape.size(); ++d)
-    walker.push_back(std::make_shared<tile::Var>(tile::Var{-1000 - static_cast<int>(d),
-                                                           fmt::format("e{}", d), DType::Int32,
-                                                           tile::VarKind::LoopVar, s.loc, 0}));
-  std::vector<tile::Expr> globalIdx;
-  size_t k = 0;
-  for (const tile::RegionDim &d : glob.dims) {
-    if (d.dropped)
-      globalIdx.push_back(d.begin);
-    else
-      globalIdx.push_back(tile::makeBinary(tile::BinOp::Add, d.begin,
-                                           tile::varRef(walker.at(k++), s.loc)));
-  }
-  const tile::BufferPtr &gbuf = glob.buffer;
-  int gparam = gbuf->paramIndex;
-  DType gt = gbuf->dtype, ft = chip.buffer->dtype;
-  int gbytes = dtypeBytes(gt);
-  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
-  // Replicated data is stored once: element e by thread e % T, a row by its group's first thread.
-  thir::Expr writer;
-  if (srcChip && l.kind == FragmentLayout::Kind::GroupReplicated && l.groupThreads() > 1)
-    writer = thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(l.groupThreads())),
-                          i32(0));
-  auto scalarElement = [&](int64_t slot, thir::Body &body) {
-    thir::Expr off = offset(gbuf, globalIdx, {});
-    thir::Expr ok = inBounds({gbuf, globalIdx}, {}, 0);
-    if (!off || !ok)
-      return;
-    bool always = std::holds_alternative<thir::ConstInt>(ok->op);
-    if (!srcChip) {
-      thir::Expr safe = always ? off : thir::select(ok, off, thir::constInt(0));
-      thir::Expr v = thir::globalLoad(gparam, safe, Type{gt}, gbytes);
-      if (!always)
-        v = thir::select(ok, v, zeroOf(gt));
-      body.push_back(
-          {thir::AssignVar{slotVars_.at(chip.buffer->id).at(slot), thir::cast(v, Type{ft})}});
-      return;
-    }
-    thir::GlobalStore st{gparam, off, thir::cast(slotVar(chip.buffer, slot), Type{gt}), gbytes};
-    if (always) {
-      body.push_back({std::move(st)});
-      return;
-    }
-    thir::IfStmt g;
-    g.cond = ok;
-    g.then.push_back({std::move(st)});
-    body.push_back({std::move(g)});
-  };
-  bool lastMoves = !glob.dims.back().dropped;
-  for (const ChunkRef &ch : chunksOf(l)) {
-    if (failed_)
-      return;
-    thir::Body *target = &out;
-    thir::IfStmt guard;
-    thir::Expr cond = ch.guard;
-    if (srcChip && l.kind == FragmentLayout::Kind::Replicated)
-      cond = conj(cond, thir::binary(thir::BinOp::Eq, tid, i32(ch.slot0 % l.threads)));
-    cond = conj(cond, writer);
-    if (cond) {
-      guard.cond = cond;
-      target = &guard.then;
-    }
-    int64_t v = l.vector;
-    if (v > 1 && lastMoves) {
-      // Lane 0 addresses the whole vector: in bounds and aligned -> one 16-byte access.
-      bindChunk(walker, ch, 0);
-      thir::Expr off = offset(gbuf, globalIdx, {});
-      thir::Expr ok = inBounds({gbuf, globalIdx}, {}, static_cast<int>(v - 1));
-      if (!off || !ok)
-        return;
-      thir::Expr aligned = thir::binary(
-          thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, off, thir::constInt(v)),
-          thir::constInt(0));
-      int align = std::min<int>(16, static_cast<int>(v) * gbytes);
-      noteAlign(gparam, align);
-      thir::IfStmt split;
-      split.cond = thir::binary(thir::BinOp::And, ok, aligned);
-      Type vt{gt, static_cast<int>(v)};
-      if (!srcChip) {
-        int vecVar = nextVar_++;
-        split.then.push_back({thir::DeclVar{vecVar, vt, thir::globalLoad(gparam, off, vt, align)}});
-        for (int64_t lane = 0; lane < v; ++lane)
-          split.then.push_back({thir::AssignVar{
-              slotVars_.at(chip.buffer->id).at(ch.slot0 + lane),
-              thir::cast(thir::extractLane(thir::var(vecVar, vt), static_cast<int>(lane)),
-                         Type{ft})}});
-      } else {
-        std::vector<thir::Expr> elems;
-        for (int64_t lane = 0; lane < v; ++lane)
-          elems.push_back(thir::cast(slotVar(chip.buffer, ch.slot0 + lane), Type{gt}));
-        split.then.push_back(
-            {thir::GlobalStore{gparam, off, thir::makeVector(std::move(elems)), align}});
-      }
-      for (int64_t lane = 0; lane < v && !failed_; ++lane) {
-        bindChunk(walker, ch, lane);
-        scalarElement(ch.slot0 + lane, split.otherwise);
-      }
-      target->push_back({std::move(split)});
-    } else {
-      for (int64_t lane = 0; lane < v && !failed_; ++lane) {
-        bindChunk(walker, ch, lane);
-        scalarElement(ch.slot0 + lane, *target);
-      }
-    }
-    if (cond)
-      out.push_back({std::move(guard)});
-  }
-}
-
 void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thir::Body &out) {
   const tile::BufferPtr &src = r.src.buffer, &dst = r.dst.buffer;
   if (!isOnChip(src) || !isOnChip(dst) || !fullBuffer(r.src) || !fullBuffer(r.dst) ||
@@ -861,15 +753,18 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
       thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(32)); // global warp number
       // Entry (i * total warps + warp); a thread's group owns warps [g * warps, (g+1) * warps).
       int64_t totalWarps = ls.threads / 32;
-      out_.sharedScratchBytes = std::max<int>(out_.sharedScratchBytes,
-                                              static_cast<int>(nPartial * totalWarps * bytes));
+      out_.dynamicSharedBytes =
+          std::max<int>(out_.dynamicSharedBytes,
+                        static_cast<int>(scratchBase_ + nPartial * totalWarps * bytes));
       thir::IfStmt leader;
       leader.cond = thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(32)),
                                  i32(0));
       for (int64_t i = 0; i < nPartial; ++i)
         leader.then.push_back({thir::SharedStore{
-            thir::binary(thir::BinOp::Mul,
-                         thir::binary(thir::BinOp::Add, i32(i * totalWarps), warp), i32(bytes)),
+            thir::binary(thir::BinOp::Add, i32(scratchBase_),
+                         thir::binary(thir::BinOp::Mul,
+                                      thir::binary(thir::BinOp::Add, i32(i * totalWarps), warp),
+                                      i32(bytes))),
             pvar(i)}});
       out.push_back({thir::Barrier{}});
       out.push_back({std::move(leader)});
@@ -885,8 +780,10 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
           thir::Expr entry = thir::binary(
               thir::BinOp::Add, i32(i * totalWarps + w),
               firstWarp);
-          combine(i, thir::sharedLoad(thir::binary(thir::BinOp::Mul, entry, i32(bytes)),
-                                      Type{acc}));
+          combine(i, thir::sharedLoad(
+                         thir::binary(thir::BinOp::Add, i32(scratchBase_),
+                                      thir::binary(thir::BinOp::Mul, entry, i32(bytes))),
+                         Type{acc}));
         }
       }
     }

@@ -6,6 +6,7 @@
 #include "analysis/ParallelLayout.h"
 #include "lower/Lower.h"
 
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -68,7 +69,8 @@ struct ElementContext {
 
 class KernelLowering {
 public:
-  KernelLowering(const tile::Kernel &k, DiagnosticEngine &diags) : k_(k), diags_(diags) {}
+  KernelLowering(const tile::Kernel &k, DiagnosticEngine &diags, const Options &opts)
+      : k_(k), diags_(diags), opts_(opts) {}
   std::optional<thir::Kernel> run();
 
   std::vector<std::pair<SourceLoc, analysis::ParallelLayout>> layouts_;
@@ -141,7 +143,43 @@ private:
                      thir::Body &out);
   bool lowerFragmentParallel(const tile::Stmt &s, const tile::For &f, thir::Body &out);
   void lowerReplicatedParallel(const tile::Stmt &s, const tile::For &f, thir::Body &out);
+  // ---- LowerCopy.cpp: copies between global memory, shared memory and fragments ------------
   void lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::Body &out);
+  /// The on-chip end of a copy, walked chunk by chunk under `layout`.
+  struct TileEnd {
+    const analysis::FragmentLayout *layout;
+    DType dtype;
+    std::function<thir::Expr(const ChunkRef &, int64_t lane)> read;
+    std::function<void(const ChunkRef &, int64_t lane, thir::Expr, thir::Body &)> write;
+    /// Whole-chunk access (lanes contiguous), or null when only lane by lane works.
+    std::function<thir::Expr(const ChunkRef &)> readVector;
+    std::function<void(const ChunkRef &, thir::Expr, thir::Body &)> writeVector;
+  };
+  TileEnd fragmentEnd(const tile::BufferPtr &b);
+  TileEnd sharedEnd(const tile::BufferPtr &b, const analysis::FragmentLayout &walk);
+  /// Copies between a global region and an on-chip tile, with 16-byte accesses when a chunk is
+  /// in bounds and aligned, and masked element accesses otherwise.
+  void copyGlobal(const tile::Stmt &s, const tile::Region &glob, const TileEnd &chip, bool toGlobal,
+                  thir::Body &out);
+
+  // ---- LowerGemm.cpp: shared memory, barriers, gemm, block rasterization ---------------------
+  struct SharedBuffer {
+    int64_t offset = 0; // bytes from the start of dynamic shared memory (1024-aligned)
+    int64_t bytes = 0;
+    bool swizzled = false; // 16-byte chunks XOR-swizzled within 128-byte lines (Swizzle<3,4,3>)
+  };
+  bool planShared();
+  /// Reports a kernel whose shared memory exceeds what the target gives one block.
+  bool checkSharedLimit();
+  /// Byte offset (Int32) of element `index` of shared buffer `b`.
+  thir::Expr sharedOffset(const tile::BufferPtr &b, const std::vector<thir::Expr> &index);
+  void beforeSharedWrite(thir::Body &out);
+  void beforeSharedRead(thir::Body &out);
+  void forgetSharedState();
+  void lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
+  void lowerUseSwizzle(const tile::Stmt &s, const tile::UseSwizzle &u, thir::Body &out);
+  std::map<int, SharedBuffer> shared_;
+  bool smemWritten_ = false, smemRead_ = false;
   void lowerFill(const tile::Stmt &s, const tile::Fill &f, thir::Body &out);
   void lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thir::Body &out);
   /// The chunks the current thread holds under `l`, in slot order.
@@ -155,6 +193,7 @@ private:
 
   const tile::Kernel &k_;
   DiagnosticEngine &diags_;
+  const Options &opts_;
   thir::Kernel out_;
   bool failed_ = false;
   bool inParallel_ = false;
@@ -168,6 +207,10 @@ private:
   std::map<int, int> paramAlign_;
   std::map<int, std::vector<int>> slotVars_; // fragment/local buffer id -> per-slot variables
   std::optional<ElementContext> element_;
+  /// Dynamic shared memory: alloc_shared buffers from 0 (byte offsets by buffer id), then the
+  /// scratch that cross-warp reductions use, from scratchBase_.
+  std::map<int, int64_t> sharedOffsets_;
+  int64_t scratchBase_ = 0;
   /// Global loads of a fragment loop's body read as one vector per chunk: tile node -> the
   /// vector variable; lane `currentLane_` of it is the element's value.
   std::map<const tile::Node *, std::pair<int, Type>> chunkLoads_;

@@ -389,6 +389,18 @@ bool Sema::analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope)
         return false;
       }
     }
+    // Element offsets are 64-bit: the constant part of the shape alone must fit (symbolic
+    // dimensions are checked at launch).
+    unsigned __int128 bytes = static_cast<unsigned __int128>(dtypeBytes(*dt));
+    for (const tile::Expr &e : shape)
+      if (auto c = tile::asConstInt(e); c && bytes <= (static_cast<unsigned __int128>(1) << 64))
+        bytes *= static_cast<unsigned __int128>(*c);
+    if (bytes > static_cast<unsigned __int128>(INT64_MAX)) {
+      diags_.error(p.loc, fmt::format("tensor '{}' is too large: its constant dimensions hold "
+                                      "more than 2^63 bytes",
+                                      p.name));
+      return false;
+    }
     auto buf = std::make_shared<tile::Buffer>();
     buf->id = nextBufferId_++;
     buf->name = p.name;
@@ -495,8 +507,15 @@ std::optional<tile::Kernel> Sema::analyzeKernel(const ast::FuncDef &def,
     tile::Expr e = evalInt(*g, scope, "a grid extent");
     if (!e)
       continue;
+    // CUDA's limits per launch axis (the launch checks symbolic extents against them too).
+    static constexpr int64_t kMaxGridExtent[3] = {2147483647, 65535, 65535};
+    size_t axis = k.grid.size();
     if (auto c = tile::asConstInt(e); c && *c <= 0)
       diags_.error(g->loc(), fmt::format("grid extent must be positive, got {}", *c));
+    else if (c && axis < 3 && *c > kMaxGridExtent[axis])
+      diags_.error(g->loc(), fmt::format("grid extent {} is too large for the {} axis (the limit "
+                                         "is {})",
+                                         *c, "xyz"[axis], kMaxGridExtent[axis]));
     k.grid.push_back(e);
   }
   for (const ast::KeywordArg &kw : kcall->kwargs) {

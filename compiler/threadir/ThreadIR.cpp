@@ -113,6 +113,14 @@ std::string_view binOpInfix(BinOp op) {
     return "and";
   case BinOp::Or:
     return "or";
+  case BinOp::BitAnd:
+    return "&";
+  case BinOp::BitXor:
+    return "^";
+  case BinOp::Shl:
+    return "<<";
+  case BinOp::Shr:
+    return ">>";
   default:
     return "";
   }
@@ -195,10 +203,8 @@ public:
     std::string grid;
     for (size_t i = 0; i < k.grid.size(); ++i)
       grid += fmt::format("{}{}", i ? ", " : "", k.grid[i] ? expr(k.grid[i], k) : "1");
-    out_ += fmt::format("kernel {}({}) threads={} grid=({}) dynamic_smem={}{} {{\n", k.name,
-                        params, k.threads, grid, k.dynamicSharedBytes,
-                        k.sharedScratchBytes ? fmt::format(" scratch_smem={}", k.sharedScratchBytes)
-                                             : std::string());
+    out_ += fmt::format("kernel {}({}) threads={} grid=({}) dynamic_smem={} {{\n", k.name, params,
+                        k.threads, grid, k.dynamicSharedBytes);
     body(k.body, k, 1);
     out_ += "}\n";
   }
@@ -272,6 +278,18 @@ private:
   }
   std::string exprOp(const SharedLoad &l, const Node &n, const Kernel &k) {
     return fmt::format("smem<{}>[{}]", typeString(n.type), expr(l.byteOffset, k));
+  }
+
+  std::string exprOp(const LdMatrix &l, const Node &, const Kernel &k) {
+    return fmt::format("ldmatrix.x{}{}(smem[{}])", l.num, l.trans ? ".trans" : "",
+                       expr(l.byteOffset, k));
+  }
+  std::string exprOp(const MmaSync &m, const Node &, const Kernel &k) {
+    return fmt::format("mma.m16n8k16.{}({}, {}, {})", dtypeName(m.inputType), expr(m.a, k),
+                       expr(m.b, k), expr(m.c, k));
+  }
+  std::string exprOp(const Bitcast &b, const Node &n, const Kernel &k) {
+    return fmt::format("bitcast<{}>({})", typeString(n.type), expr(b.a, k));
   }
 
   void stmt(const DeclVar &d, const Kernel &k, int depth) {
@@ -365,6 +383,8 @@ Expr binary(BinOp op, Expr a, Expr b) {
     misuse("and/or on non-bool operands");
   if (!logical && !isComparison(op) && t == DType::Bool)
     misuse("arithmetic on bool operands");
+  if (op >= BinOp::BitAnd && !isInteger(t))
+    misuse("bitwise operation on non-integer operands");
   Type result = isComparison(op) ? Type{DType::Bool, a->type.lanes} : a->type;
   return make(result, Binary{op, std::move(a), std::move(b)});
 }
@@ -447,9 +467,36 @@ Expr shflXor(Expr value, int laneMask) {
 
 Expr sharedLoad(Expr byteOffset, Type t) {
   requireExpr(byteOffset, "sharedLoad");
-  if (!(byteOffset->type == Type{DType::Int32, 1}) || t.lanes != 1)
-    misuse("sharedLoad offset not int32 or vector type");
+  if (!(byteOffset->type == Type{DType::Int32, 1}) || t.lanes < 1)
+    misuse("sharedLoad offset not int32");
   return make(t, SharedLoad{std::move(byteOffset)});
+}
+
+Expr ldMatrix(Expr byteOffset, int num, bool trans) {
+  requireExpr(byteOffset, "ldMatrix");
+  if (!(byteOffset->type == Type{DType::Int32, 1}) || (num != 1 && num != 2 && num != 4))
+    misuse("ldMatrix offset not int32 or num not 1, 2, 4");
+  return make({DType::Int32, num}, LdMatrix{std::move(byteOffset), num, trans});
+}
+
+Expr mmaSync(Expr a, Expr b, Expr c, DType inputType) {
+  requireExpr(a, "mmaSync");
+  requireExpr(b, "mmaSync");
+  requireExpr(c, "mmaSync");
+  if (!(a->type == Type{DType::Int32, 4}) || !(b->type == Type{DType::Int32, 2}) ||
+      !(c->type == Type{DType::Float32, 4}) ||
+      (inputType != DType::Float16 && inputType != DType::BFloat16))
+    misuse("mmaSync operand types");
+  return make({DType::Float32, 4}, MmaSync{std::move(a), std::move(b), std::move(c), inputType});
+}
+
+Expr bitcast(Expr a, Type t) {
+  requireExpr(a, "bitcast");
+  if (dtypeBits(a->type.elem) * a->type.lanes != dtypeBits(t.elem) * t.lanes)
+    misuse("bitcast between types of different widths");
+  if (a->type == t)
+    return a;
+  return make(t, Bitcast{std::move(a)});
 }
 
 std::string printExpr(const Expr &e, const Kernel &k) {

@@ -36,6 +36,7 @@ enum class BinOp {
   Pow, Min, Max,
   Eq, Ne, Lt, Le, Gt, Ge, // result type Bool
   And, Or,                // on Bool
+  BitAnd, BitXor, Shl, Shr, // on integers (Shr is arithmetic for signed types); not in tile IR
 };
 
 struct ConstInt {
@@ -95,15 +96,34 @@ struct ShflXor {
   Expr value;
   int laneMask;
 };
-/// Reads Node::type from the kernel's static shared scratch at `byteOffset` (Int32).
+/// Reads Node::type (scalar or vector, naturally aligned up to 16 bytes) from the kernel's
+/// dynamic shared memory at `byteOffset` (Int32).
 struct SharedLoad {
   Expr byteOffset;
+};
+/// `ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16`: each lane passes the byte offset of
+/// one 16-byte row; the result is `num` b32 registers (Node::type = Int32 x num).
+struct LdMatrix {
+  Expr byteOffset;
+  int num;
+  bool trans;
+};
+/// `mma.sync.aligned.m16n8k16.row.col.f32.{f16|bf16}`: a = Int32x4, b = Int32x2, c = Float32x4;
+/// the result is D = A*B + C (Float32x4).
+struct MmaSync {
+  Expr a, b, c;
+  DType inputType;
+};
+/// Reinterprets the bits of `a` as Node::type (same total width).
+struct Bitcast {
+  Expr a;
 };
 
 struct Node {
   Type type;
   std::variant<ConstInt, ConstFloat, ParamRef, SpecialReg, VarRef, Unary, Binary, Select, Cast,
-               Broadcast, GlobalLoad, ExtractLane, MakeVector, ShflXor, SharedLoad>
+               Broadcast, GlobalLoad, ExtractLane, MakeVector, ShflXor, SharedLoad, LdMatrix,
+               MmaSync, Bitcast>
       op;
 };
 
@@ -142,7 +162,8 @@ struct ForStmt {
 };
 /// Block-wide barrier (bar.sync 0).
 struct Barrier {};
-/// Writes a scalar to the kernel's static shared scratch at `byteOffset` (Int32).
+/// Writes a scalar or vector (naturally aligned up to 16 bytes) to the kernel's dynamic shared
+/// memory at `byteOffset` (Int32).
 struct SharedStore {
   Expr byteOffset;
   Expr value;
@@ -171,8 +192,6 @@ struct Kernel {
   std::array<Expr, 3> grid;
   /// Dynamic shared memory per block, bytes; above 48 KB the header raises the function's limit.
   int dynamicSharedBytes = 0;
-  /// Static shared scratch per block (cross-warp reductions), 16-byte aligned; 0 for none.
-  int sharedScratchBytes = 0;
 };
 
 struct Module {
@@ -195,7 +214,10 @@ Expr globalLoad(int param, Expr index, Type t, int alignBytes);
 Expr extractLane(Expr vec, int lane);
 Expr makeVector(std::vector<Expr> elems); // all of one scalar type
 Expr shflXor(Expr value, int laneMask);   // 32-bit scalar
-Expr sharedLoad(Expr byteOffset, Type t); // scalar
+Expr sharedLoad(Expr byteOffset, Type t);
+Expr ldMatrix(Expr byteOffset, int num, bool trans);
+Expr mmaSync(Expr a, Expr b, Expr c, DType inputType);
+Expr bitcast(Expr a, Type t);
 
 /// Human-readable form, one statement a line; used by `--dump-after=thread-ir` and lit tests.
 std::string print(const Module &m);

@@ -97,6 +97,22 @@ inline float fromHalf(uint16_t h) {
   return f;
 }
 
+/// bfloat16 <-> float (round to nearest even).
+inline uint16_t toBf16(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);
+  x += 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>(x >> 16);
+}
+inline float fromBf16(uint16_t h) {
+  uint32_t x = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
 /// ||out - ref|| / ||ref||, and whether any output is NaN (poison left or a bad value).
 struct ErrorStats {
   double rel = 0;

@@ -24,6 +24,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -76,7 +77,7 @@ def diagnostic_problems(stderr, rc):
             continue
         if ERROR_LINE.match(line):
             errors += 1
-        elif "error:" in line and re.match(r"^\S", line) and ": error:" in line:
+        elif "error:" in line:
             problems.append("malformed error line: %r" % line[:200])
     if rc == 1 and errors == 0:
         problems.append("exit status 1 without an error diagnostic")
@@ -84,13 +85,20 @@ def diagnostic_problems(stderr, rc):
 
 
 def run_one(cmd, timeout):
-    """Returns (rc or None on timeout, stderr text)."""
+    """Returns (rc or None on timeout, stderr text). A run that times out is killed with its
+    children (ptxas), which share its process group."""
+    p = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, start_new_session=True)
     try:
-        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                           stderr=subprocess.PIPE, timeout=timeout)
-    except subprocess.TimeoutExpired as e:
-        return None, (e.stderr or b"").decode("utf-8", "replace")
-    return p.returncode, p.stderr.decode("utf-8", "replace")
+        _, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _, err = p.communicate()
+        return None, err.decode("utf-8", "replace")
+    return p.returncode, err.decode("utf-8", "replace")
 
 
 def status_problems(rc, timeout):

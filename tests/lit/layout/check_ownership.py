@@ -16,7 +16,8 @@ for path in sys.argv[1:]:
             checked += 1
             kind = layout["kind"]
             expect = {"flat": 1, "row_groups": 1, "replicated": layout["threads"],
-                      "group_replicated": layout["threads"] // layout["groups"]}[kind]
+                      "group_replicated": layout["threads"] // layout["groups"],
+                      "mma_accumulator": 1}[kind]
             used = set()
             total = 1
             for d in buf["shape"]:

@@ -1,0 +1,317 @@
+// copy between global memory, shared memory and fragments. Every copy with a global end is one
+// walk over the on-chip tile's chunks (its fragment layout, or a coalesced walk of a shared
+// tile): a 16-byte access when the chunk is in bounds and aligned, masked element accesses
+// otherwise.
+#include "lower/LowerImpl.h"
+
+#include "tileir/Arith.h"
+
+#include <fmt/format.h>
+
+namespace tilec::lower::detail {
+
+namespace {
+
+using analysis::FragmentLayout;
+
+thir::Expr i32(int64_t v) { return thir::constInt(v, DType::Int32); }
+
+thir::Expr zeroOf(DType t) {
+  return isFloat(t) ? thir::constFloat(0.0, t) : thir::constInt(0, t);
+}
+
+bool fullBuffer(const tile::Region &r) {
+  for (size_t d = 0; d < r.dims.size(); ++d)
+    if (r.dims[d].dropped || tile::asConstInt(r.dims[d].begin) != 0 ||
+        tile::asConstInt(r.dims[d].extent) != tile::asConstInt(r.buffer->shape[d]))
+      return false;
+  return true;
+}
+
+std::vector<int64_t> constShape(const tile::BufferPtr &b) {
+  std::vector<int64_t> s;
+  for (const tile::Expr &e : b->shape)
+    s.push_back(*tile::asConstInt(e));
+  return s;
+}
+
+/// Lane `lane` of chunk `c`: the last index moves with the lane.
+std::vector<thir::Expr> laneIndex(const ChunkRef &c, int64_t lane) {
+  std::vector<thir::Expr> idx = c.index;
+  if (lane != 0)
+    idx.back() = thir::binary(thir::BinOp::Add, idx.back(), i32(lane));
+  return idx;
+}
+
+bool vectorizable(int lanes, DType t) {
+  int bytes = lanes * dtypeBytes(t);
+  return lanes > 1 && bytes <= 16 && (bytes & (bytes - 1)) == 0;
+}
+
+} // namespace
+
+KernelLowering::TileEnd KernelLowering::fragmentEnd(const tile::BufferPtr &b) {
+  TileEnd e;
+  e.layout = &fragmentLayouts_.at(b->id);
+  e.dtype = b->dtype;
+  e.read = [this, b](const ChunkRef &c, int64_t lane) { return slotVar(b, c.slot0 + lane); };
+  e.write = [this, b](const ChunkRef &c, int64_t lane, thir::Expr v, thir::Body &body) {
+    body.push_back({thir::AssignVar{slotVars_.at(b->id).at(c.slot0 + lane),
+                                    thir::cast(v, Type{b->dtype})}});
+  };
+  return e;
+}
+
+KernelLowering::TileEnd KernelLowering::sharedEnd(const tile::BufferPtr &b,
+                                                  const FragmentLayout &walk) {
+  TileEnd e;
+  e.layout = &walk;
+  e.dtype = b->dtype;
+  int v = walk.vector;
+  e.read = [this, b](const ChunkRef &c, int64_t lane) {
+    return thir::sharedLoad(sharedOffset(b, laneIndex(c, lane)), Type{b->dtype});
+  };
+  e.write = [this, b](const ChunkRef &c, int64_t lane, thir::Expr v, thir::Body &body) {
+    body.push_back(
+        {thir::SharedStore{sharedOffset(b, laneIndex(c, lane)), thir::cast(v, Type{b->dtype})}});
+  };
+  if (vectorizable(v, b->dtype)) {
+    e.readVector = [this, b, v](const ChunkRef &c) {
+      return thir::sharedLoad(sharedOffset(b, c.index), Type{b->dtype, v});
+    };
+    e.writeVector = [this, b](const ChunkRef &c, thir::Expr vec, thir::Body &body) {
+      body.push_back({thir::SharedStore{sharedOffset(b, c.index), vec}});
+    };
+  }
+  return e;
+}
+
+void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, const TileEnd &chip,
+                                bool toGlobal, thir::Body &out) {
+  const FragmentLayout &l = *chip.layout;
+  // Synthetic variables walk the tile's elements; the global indices follow the region.
+  std::vector<tile::VarPtr> walker;
+  for (size_t d = 0; d < l.shape.size(); ++d)
+    walker.push_back(std::make_shared<tile::Var>(tile::Var{-1000 - static_cast<int>(d),
+                                                           fmt::format("e{}", d), DType::Int32,
+                                                           tile::VarKind::LoopVar, s.loc, 0}));
+  std::vector<tile::Expr> globalIdx;
+  size_t k = 0;
+  for (const tile::RegionDim &d : glob.dims) {
+    if (d.dropped)
+      globalIdx.push_back(d.begin);
+    else
+      globalIdx.push_back(tile::makeBinary(tile::BinOp::Add, d.begin,
+                                           tile::varRef(walker.at(k++), s.loc)));
+  }
+  const tile::BufferPtr &gbuf = glob.buffer;
+  int gparam = gbuf->paramIndex;
+  DType gt = gbuf->dtype;
+  int gbytes = dtypeBytes(gt);
+  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  // Replicated data is stored once: element e by thread e % T, a row by its group's first thread.
+  thir::Expr writer;
+  if (toGlobal && l.kind == FragmentLayout::Kind::GroupReplicated && l.groupThreads() > 1)
+    writer = thir::binary(thir::BinOp::Eq,
+                          thir::binary(thir::BinOp::Mod, tid, i32(l.groupThreads())), i32(0));
+  auto element = [&](const ChunkRef &c, int64_t lane, thir::Body &body) {
+    thir::Expr off = offset(gbuf, globalIdx, {});
+    thir::Expr ok = inBounds({gbuf, globalIdx}, {}, 0);
+    if (!off || !ok)
+      return;
+    bool always = std::holds_alternative<thir::ConstInt>(ok->op);
+    if (!toGlobal) {
+      thir::Expr safe = always ? off : thir::select(ok, off, thir::constInt(0));
+      thir::Expr v = thir::globalLoad(gparam, safe, Type{gt}, gbytes);
+      if (!always)
+        v = thir::select(ok, v, zeroOf(gt));
+      chip.write(c, lane, v, body);
+      return;
+    }
+    thir::GlobalStore st{gparam, off, thir::cast(chip.read(c, lane), Type{gt}), gbytes};
+    if (always) {
+      body.push_back({std::move(st)});
+      return;
+    }
+    thir::IfStmt g;
+    g.cond = ok;
+    g.then.push_back({std::move(st)});
+    body.push_back({std::move(g)});
+  };
+  bool lastMoves = !glob.dims.back().dropped;
+  int64_t v = l.vector;
+  for (const ChunkRef &ch : chunksOf(l)) {
+    if (failed_)
+      return;
+    thir::Body *target = &out;
+    thir::IfStmt guard;
+    thir::Expr cond = ch.guard;
+    auto conj = [](thir::Expr a, thir::Expr b) {
+      return !a ? b : !b ? a : thir::binary(thir::BinOp::And, a, b);
+    };
+    if (toGlobal && l.kind == FragmentLayout::Kind::Replicated)
+      cond = conj(cond, thir::binary(thir::BinOp::Eq, tid, i32(ch.slot0 % l.threads)));
+    cond = conj(cond, writer);
+    if (cond) {
+      guard.cond = cond;
+      target = &guard.then;
+    }
+    if (v > 1 && lastMoves && vectorizable(static_cast<int>(v), gt)) {
+      // Lane 0 addresses the whole vector: in bounds and aligned -> one access.
+      bindChunk(walker, ch, 0);
+      thir::Expr off = offset(gbuf, globalIdx, {});
+      thir::Expr ok = inBounds({gbuf, globalIdx}, {}, static_cast<int>(v - 1));
+      if (!off || !ok)
+        return;
+      thir::Expr aligned = thir::binary(
+          thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, off, thir::constInt(v)),
+          thir::constInt(0));
+      int align = static_cast<int>(v) * gbytes;
+      noteAlign(gparam, align);
+      thir::IfStmt split;
+      split.cond = thir::binary(thir::BinOp::And, ok, aligned);
+      Type gv{gt, static_cast<int>(v)}, cv{chip.dtype, static_cast<int>(v)};
+      if (!toGlobal) {
+        int vecVar = nextVar_++;
+        split.then.push_back({thir::DeclVar{vecVar, gv, thir::globalLoad(gparam, off, gv, align)}});
+        thir::Expr vec = thir::var(vecVar, gv);
+        if (chip.writeVector)
+          chip.writeVector(ch, thir::cast(vec, cv), split.then);
+        else
+          for (int64_t lane = 0; lane < v; ++lane)
+            chip.write(ch, lane, thir::extractLane(vec, static_cast<int>(lane)), split.then);
+      } else {
+        thir::Expr vec;
+        if (chip.readVector) {
+          vec = thir::cast(chip.readVector(ch), gv);
+        } else {
+          std::vector<thir::Expr> elems;
+          for (int64_t lane = 0; lane < v; ++lane)
+            elems.push_back(thir::cast(chip.read(ch, lane), Type{gt}));
+          vec = thir::makeVector(std::move(elems));
+        }
+        split.then.push_back({thir::GlobalStore{gparam, off, vec, align}});
+      }
+      for (int64_t lane = 0; lane < v && !failed_; ++lane) {
+        bindChunk(walker, ch, lane);
+        element(ch, lane, split.otherwise);
+      }
+      target->push_back({std::move(split)});
+    } else {
+      for (int64_t lane = 0; lane < v && !failed_; ++lane) {
+        bindChunk(walker, ch, lane);
+        element(ch, lane, *target);
+      }
+    }
+    if (cond)
+      out.push_back({std::move(guard)});
+  }
+}
+
+void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::Body &out) {
+  const tile::Region &src = c.src, &dst = c.dst;
+  auto scope = [](const tile::Region &r) { return r.buffer->scope; };
+  bool srcChip = isOnChip(src.buffer), dstChip = isOnChip(dst.buffer);
+  bool srcShared = scope(src) == tile::Scope::Shared, dstShared = scope(dst) == tile::Scope::Shared;
+  bool srcGlobal = scope(src) == tile::Scope::Global, dstGlobal = scope(dst) == tile::Scope::Global;
+  auto refuse = [&](const std::string &why) {
+    unsupported(s.loc, fmt::format("copy from {} '{}' to {} '{}'{}", tile::scopeName(scope(src)),
+                                   src.buffer->name, tile::scopeName(scope(dst)), dst.buffer->name,
+                                   why));
+  };
+  const tile::Region &tileSide = (srcGlobal ? dst : src);
+  if (!srcGlobal && !dstGlobal) {
+    if (!fullBuffer(src) || !fullBuffer(dst))
+      return refuse(" (parts of on-chip buffers)");
+  } else if (!fullBuffer(tileSide)) {
+    return refuse(" (a part of an on-chip buffer)");
+  }
+  if (srcChip && dstChip) {
+    const FragmentLayout &ls = fragmentLayouts_.at(src.buffer->id);
+    const FragmentLayout &ld = fragmentLayouts_.at(dst.buffer->id);
+    if (!ls.sameAs(ld))
+      return refuse(fmt::format(" between different fragment layouts ({} and {})", ls.describe(),
+                                ld.describe()));
+    for (int64_t i = 0; i < ls.slots(); ++i)
+      out.push_back({thir::AssignVar{slotVars_.at(dst.buffer->id).at(i),
+                                     thir::cast(slotVar(src.buffer, i), Type{dst.buffer->dtype})}});
+    return;
+  }
+  if ((srcChip && dstGlobal) || (srcGlobal && dstChip)) {
+    const tile::BufferPtr &chip = srcChip ? src.buffer : dst.buffer;
+    copyGlobal(s, srcChip ? dst : src, fragmentEnd(chip), srcChip, out);
+    return;
+  }
+  if ((srcShared && dstGlobal) || (srcGlobal && dstShared)) {
+    const tile::BufferPtr &sh = srcShared ? src.buffer : dst.buffer;
+    const tile::BufferPtr &gl = srcShared ? dst.buffer : src.buffer;
+    // A coalesced walk of the shared tile: chunks of up to 16 bytes on both sides.
+    FragmentLayout walk;
+    walk.kind = FragmentLayout::Kind::Flat;
+    walk.shape = constShape(sh);
+    walk.threads = k_.threads;
+    int v = 16 / std::max(dtypeBytes(sh->dtype), dtypeBytes(gl->dtype));
+    while (v > 1 && walk.shape.back() % v != 0)
+      v /= 2;
+    walk.vector = v;
+    if (srcShared)
+      beforeSharedRead(out);
+    else
+      beforeSharedWrite(out);
+    copyGlobal(s, srcShared ? dst : src, sharedEnd(sh, walk), srcShared, out);
+    (srcShared ? smemRead_ : smemWritten_) = true;
+    return;
+  }
+  if ((srcChip && dstShared) || (srcShared && dstChip)) {
+    const tile::BufferPtr &frag = srcChip ? src.buffer : dst.buffer;
+    const tile::BufferPtr &sh = srcShared ? src.buffer : dst.buffer;
+    if (constShape(frag) != constShape(sh))
+      return refuse(" (different shapes)");
+    const FragmentLayout &l = fragmentLayouts_.at(frag->id);
+    TileEnd f = fragmentEnd(frag), m = sharedEnd(sh, l);
+    if (srcShared)
+      beforeSharedRead(out);
+    else
+      beforeSharedWrite(out);
+    thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+    for (const ChunkRef &ch : chunksOf(l)) {
+      thir::Body *target = &out;
+      thir::IfStmt guard;
+      thir::Expr cond = ch.guard;
+      // Replicated values are written to shared memory once, by one thread.
+      if (srcChip && l.kind == FragmentLayout::Kind::Replicated) {
+        thir::Expr mine = thir::binary(thir::BinOp::Eq, tid, i32(ch.slot0 % l.threads));
+        cond = cond ? thir::binary(thir::BinOp::And, cond, mine) : mine;
+      }
+      if (cond) {
+        guard.cond = cond;
+        target = &guard.then;
+      }
+      const TileEnd &from = srcChip ? f : m;
+      const TileEnd &to = srcChip ? m : f;
+      if (to.writeVector) {
+        std::vector<thir::Expr> elems;
+        for (int64_t lane = 0; lane < l.vector; ++lane)
+          elems.push_back(thir::cast(from.read(ch, lane), Type{to.dtype}));
+        to.writeVector(ch, thir::makeVector(std::move(elems)), *target);
+      } else if (from.readVector) {
+        int var = nextVar_++;
+        Type vt{from.dtype, l.vector};
+        target->push_back({thir::DeclVar{var, vt, from.readVector(ch)}});
+        for (int64_t lane = 0; lane < l.vector; ++lane)
+          to.write(ch, lane, thir::extractLane(thir::var(var, vt), static_cast<int>(lane)),
+                   *target);
+      } else {
+        for (int64_t lane = 0; lane < l.vector; ++lane)
+          to.write(ch, lane, from.read(ch, lane), *target);
+      }
+      if (cond)
+        out.push_back({std::move(guard)});
+    }
+    (srcShared ? smemRead_ : smemWritten_) = true;
+    return;
+  }
+  refuse("");
+}
+
+} // namespace tilec::lower::detail

@@ -1,0 +1,249 @@
+// Shared memory (placement, swizzle, barriers), gemm on mma.sync m16n8k16 with ldmatrix, and
+// block rasterization (use_swizzle).
+#include "lower/LowerImpl.h"
+
+#include "tileir/Arith.h"
+
+#include <fmt/format.h>
+
+namespace tilec::lower::detail {
+
+namespace {
+
+using analysis::FragmentLayout;
+
+thir::Expr i32(int64_t v) { return thir::constInt(v, DType::Int32); }
+thir::Expr add(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Add, a, b); }
+thir::Expr mul(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::Mul, a, i32(b)); }
+thir::Expr div(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::FloorDiv, a, i32(b)); }
+thir::Expr mod(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::Mod, a, i32(b)); }
+
+int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+/// Dynamic shared memory one block may use, by target.
+int64_t sharedLimit(const std::string &arch) {
+  if (arch == "sm_90" || arch == "sm_90a")
+    return 232448;
+  if (arch == "sm_80")
+    return 166912;
+  return 101376; // sm_86, sm_89
+}
+
+bool fullBuffer(const tile::Region &r) {
+  for (size_t d = 0; d < r.dims.size(); ++d)
+    if (r.dims[d].dropped || tile::asConstInt(r.dims[d].begin) != 0 ||
+        tile::asConstInt(r.dims[d].extent) != tile::asConstInt(r.buffer->shape[d]))
+      return false;
+  return true;
+}
+
+} // namespace
+
+bool KernelLowering::planShared() {
+  int64_t offset = 0;
+  for (const tile::BufferPtr &b : k_.buffers) {
+    if (b->scope != tile::Scope::Shared)
+      continue;
+    SharedBuffer sb;
+    int64_t elems = 1;
+    for (const tile::Expr &d : b->shape)
+      elems *= *tile::asConstInt(d);
+    sb.bytes = elems * dtypeBytes(b->dtype);
+    int64_t rowBytes = *tile::asConstInt(b->shape.back()) * dtypeBytes(b->dtype);
+    // 16-byte chunks of 128-byte lines are permuted so that the 8 rows one ldmatrix (or a
+    // column of 16-byte stores) touches fall in 8 different bank groups.
+    sb.swizzled = b->shape.size() >= 2 && rowBytes % 16 == 0 && sb.bytes % 128 == 0;
+    sb.offset = alignUp(offset, 1024);
+    offset = sb.offset + sb.bytes;
+    shared_[b->id] = sb;
+  }
+  scratchBase_ = alignUp(offset, 16);
+  out_.dynamicSharedBytes = static_cast<int>(scratchBase_);
+  return true;
+}
+
+thir::Expr KernelLowering::sharedOffset(const tile::BufferPtr &b,
+                                        const std::vector<thir::Expr> &index) {
+  const SharedBuffer &sb = shared_.at(b->id);
+  thir::Expr lin;
+  for (size_t d = 0; d < index.size(); ++d)
+    lin = lin ? add(mul(lin, *tile::asConstInt(b->shape[d])), index[d]) : index[d];
+  thir::Expr bytes = mul(lin, dtypeBytes(b->dtype));
+  if (sb.swizzled) {
+    // Swizzle<3,4,3>: byte bits 4-6 ^= bits 7-9 (the 128-byte swizzle of TMA and wgmma).
+    thir::Expr line = thir::binary(thir::BinOp::BitAnd,
+                                   thir::binary(thir::BinOp::Shr, bytes, i32(7)), i32(7));
+    bytes = thir::binary(thir::BinOp::BitXor, bytes,
+                         thir::binary(thir::BinOp::Shl, line, i32(4)));
+  }
+  return add(bytes, i32(sb.offset));
+}
+
+bool KernelLowering::checkSharedLimit() {
+  int64_t limit = sharedLimit(opts_.arch);
+  if (out_.dynamicSharedBytes <= limit)
+    return true;
+  SourceLoc at = k_.kernelLoc;
+  for (const tile::BufferPtr &b : k_.buffers)
+    if (b->scope == tile::Scope::Shared) {
+      at = b->loc;
+      break;
+    }
+  diags_.error(at, fmt::format("kernel '{}' needs {} bytes of shared memory per block, more than "
+                               "the {} bytes {} allows",
+                               k_.name, out_.dynamicSharedBytes, limit, opts_.arch));
+  return false;
+}
+
+void KernelLowering::beforeSharedWrite(thir::Body &out) {
+  if (smemRead_ || smemWritten_) {
+    out.push_back({thir::Barrier{}});
+    smemRead_ = smemWritten_ = false;
+  }
+}
+
+void KernelLowering::beforeSharedRead(thir::Body &out) {
+  if (smemWritten_) {
+    out.push_back({thir::Barrier{}});
+    smemRead_ = smemWritten_ = false;
+  }
+}
+
+void KernelLowering::forgetSharedState() {
+  if (!shared_.empty())
+    smemRead_ = smemWritten_ = true;
+}
+
+void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out) {
+  const tile::BufferPtr &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
+  if (A->scope != tile::Scope::Shared) {
+    unsupported(s.loc, fmt::format("gemm with A ('{}') in registers", A->name));
+    return;
+  }
+  if (B->scope != tile::Scope::Shared) {
+    unsupported(s.loc, fmt::format("gemm with B ('{}') in registers", B->name));
+    return;
+  }
+  if (!fullBuffer(g.a) || !fullBuffer(g.b) || !fullBuffer(g.c)) {
+    unsupported(s.loc, "gemm on parts of buffers");
+    return;
+  }
+  if (A->dtype != DType::Float16 && A->dtype != DType::BFloat16) {
+    unsupported(s.loc, fmt::format("gemm on {} operands (float16 and bfloat16 are supported)",
+                                   dtypeName(A->dtype)));
+    return;
+  }
+  if (C->dtype != DType::Float32) {
+    unsupported(s.loc, fmt::format("gemm with a {} accumulator (float32 is supported)",
+                                   dtypeName(C->dtype)));
+    return;
+  }
+  const FragmentLayout &lc = fragmentLayouts_.at(C->id);
+  if (lc.kind != FragmentLayout::Kind::MmaAccumulator) {
+    unsupported(s.loc, fmt::format("gemm into '{}', whose layout is {}", C->name, lc.describe()));
+    return;
+  }
+  int64_t K = *tile::asConstInt(A->shape[g.transA ? 0 : 1]);
+  if (K % 16 != 0) {
+    unsupported(s.loc, fmt::format("gemm with K = {} (a multiple of 16 is needed)", K));
+    return;
+  }
+  int64_t WM = lc.warpTileM(), WN = lc.warpTileN(), MI = WM / 16, NI = WN / 8;
+  beforeSharedRead(out);
+  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  thir::Expr warp = div(tid, 32), lane = mod(tid, 32);
+  thir::Expr wM = lc.warpsN == 1 ? warp : div(warp, lc.warpsN);
+  thir::Expr wN = lc.warpsN == 1 ? i32(0) : mod(warp, lc.warpsN);
+  thir::Expr rowBase = mul(wM, WM), colBase = mul(wN, WN);
+  thir::Expr q = div(lane, 8), r = mod(lane, 8);
+  if (g.clearAccum)
+    for (int id : slotVars_.at(C->id))
+      out.push_back({thir::AssignVar{id, thir::constFloat(0.0, DType::Float32)}});
+  Type x4{DType::Int32, 4}, x2{DType::Int32, 2};
+  for (int64_t kk = 0; kk < K / 16; ++kk) {
+    // A fragments (16 x 16 per m-tile), straight from the mma layout of ldmatrix.x4.
+    std::vector<int> aVar;
+    for (int64_t mi = 0; mi < MI; ++mi) {
+      std::vector<thir::Expr> at;
+      bool trans = g.transA;
+      if (!g.transA) // A stored M x K: lane L addresses row L % 16, column 8 * (L / 16)
+        at = {add(rowBase, add(i32(mi * 16), mod(lane, 16))), add(i32(kk * 16), mul(div(lane, 16), 8))};
+      else // A stored K x M: matrix q covers k-block q >> 1, m-block q & 1
+        at = {add(i32(kk * 16), add(mul(div(q, 2), 8), r)),
+              add(rowBase, add(i32(mi * 16), mul(mod(q, 2), 8)))};
+      aVar.push_back(nextVar_++);
+      out.push_back({thir::DeclVar{aVar.back(), x4, thir::ldMatrix(sharedOffset(A, at), 4, trans)}});
+    }
+    // B fragments: two n-tiles per ldmatrix.x4 (one with .x2 for an odd last tile).
+    std::vector<std::pair<int, int>> bReg(NI); // (variable, first register) per n-tile
+    for (int64_t ni = 0; ni < NI; ni += 2) {
+      bool pair = ni + 1 < NI;
+      std::vector<thir::Expr> at;
+      if (!g.transB) { // B stored K x N (N contiguous): .trans; matrix q: k-block q & 1, n-block q >> 1
+        thir::Expr qq = pair ? q : mod(q, 2);
+        at = {add(i32(kk * 16), add(mul(mod(qq, 2), 8), r)),
+              add(colBase, add(i32(ni * 8), mul(div(qq, 2), 8)))};
+      } else { // B stored N x K (K contiguous): lane L addresses n = (L&7) + 8(L>>4), k = 8((L>>3)&1)
+        thir::Expr nOff = pair ? add(r, mul(div(lane, 16), 8)) : r;
+        at = {add(colBase, add(i32(ni * 8), nOff)), add(i32(kk * 16), mul(mod(q, 2), 8))};
+      }
+      int var = nextVar_++;
+      out.push_back({thir::DeclVar{var, pair ? x4 : x2,
+                                   thir::ldMatrix(sharedOffset(B, at), pair ? 4 : 2, !g.transB)}});
+      bReg[ni] = {var, 0};
+      if (pair)
+        bReg[ni + 1] = {var, 2};
+    }
+    for (int64_t mi = 0; mi < MI; ++mi) {
+      for (int64_t ni = 0; ni < NI; ++ni) {
+        int64_t slot = (mi * NI + ni) * 4;
+        auto [bv, first] = bReg[ni];
+        Type bt = (ni % 2 == 0 && ni + 1 < NI) || ni % 2 == 1 ? x4 : x2;
+        thir::Expr bvec = thir::var(bv, bt);
+        thir::Expr b = thir::makeVector({thir::extractLane(bvec, first),
+                                         thir::extractLane(bvec, first + 1)});
+        std::vector<thir::Expr> cs;
+        for (int i = 0; i < 4; ++i)
+          cs.push_back(slotVar(C, slot + i));
+        int d = nextVar_++;
+        Type f4{DType::Float32, 4};
+        out.push_back({thir::DeclVar{
+            d, f4, thir::mmaSync(thir::var(aVar[mi], x4), b, thir::makeVector(cs), A->dtype)}});
+        for (int i = 0; i < 4; ++i)
+          out.push_back({thir::AssignVar{slotVars_.at(C->id).at(slot + i),
+                                         thir::extractLane(thir::var(d, f4), i)}});
+      }
+    }
+  }
+  smemRead_ = true;
+}
+
+void KernelLowering::lowerUseSwizzle(const tile::Stmt &s, const tile::UseSwizzle &u,
+                                     thir::Body &out) {
+  if (k_.blockIndices.size() < 2)
+    return; // one grid axis: nothing to rasterize
+  // A bijection of the (x, y) block grid that walks panels of `panel` columns (order="col")
+  // or rows (order="row"), so that consecutive blocks share operand tiles in L2.
+  thir::Expr gx = thir::special(thir::Special::GridDimX), gy = thir::special(thir::Special::GridDimY);
+  thir::Expr bx = thir::special(thir::Special::BlockIdxX), by = thir::special(thir::Special::BlockIdxY);
+  thir::Expr id = add(thir::binary(thir::BinOp::Mul, by, gx), bx);
+  int64_t P = u.panelSize;
+  thir::Expr along = u.colOrder ? gy : gx; // blocks per panel line
+  thir::Expr across = u.colOrder ? gx : gy;
+  thir::Expr per = thir::binary(thir::BinOp::Mul, i32(P), along);
+  thir::Expr panel = thir::binary(thir::BinOp::FloorDiv, id, per);
+  thir::Expr within = thir::binary(thir::BinOp::Mod, id, per);
+  thir::Expr width = thir::binary(
+      thir::BinOp::Min, i32(P),
+      thir::binary(thir::BinOp::Sub, across, thir::binary(thir::BinOp::Mul, panel, i32(P))));
+  thir::Expr inPanel = add(mul(panel, P), thir::binary(thir::BinOp::Mod, within, width));
+  thir::Expr alongIdx = thir::binary(thir::BinOp::FloorDiv, within, width);
+  int nx = nextVar_++, ny = nextVar_++;
+  out.push_back({thir::DeclVar{nx, Type{DType::Int32}, u.colOrder ? inPanel : alongIdx}});
+  out.push_back({thir::DeclVar{ny, Type{DType::Int32}, u.colOrder ? alongIdx : inPanel}});
+  bindings_[k_.blockIndices[0]->id].value = thir::var(nx, Type{DType::Int32});
+  bindings_[k_.blockIndices[1]->id].value = thir::var(ny, Type{DType::Int32});
+  (void)s;
+}
+
+} // namespace tilec::lower::detail

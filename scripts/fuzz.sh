@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Runs one libFuzzer target of tests/fuzz for a while (see docs/fuzzing.md).
+#
+#   scripts/fuzz.sh TARGET SECONDS     TARGET: lexer, parser, sema or compile (or fuzz_lexer ...)
+#
+# Installs clang-22 and libclang-rt-22-dev when missing, configures BUILD_DIR (default
+# build-fuzz) with clang-22 and -DTILEC_BUILD_FUZZERS=ON, builds the target and runs it for
+# SECONDS with -max_len=8192 -timeout=10 -rss_limit_mb=2048 and the dictionary tests/fuzz/tile.dict.
+# The work corpus (BUILD_DIR/fuzz-corpus/TARGET) starts as a copy of tests/fuzz/corpus/TARGET and
+# keeps growing between runs; the seeds (samples, conformance programs, lit and malformed tests)
+# are read every run. New crash, leak, timeout and out-of-memory inputs are copied to
+# tests/fuzz/crashes/ (reproduce one: BUILD_DIR/fuzz/fuzz_TARGET FILE).
+#
+# Environment: BUILD_DIR, JOBS (build parallelism, default 2), NICE (default 10),
+# SAVE_CORPUS=1 (after the run, merge the work corpus into tests/fuzz/corpus/TARGET, keeping only
+# inputs that add coverage).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${BUILD_DIR:-$root/build-fuzz}
+mkdir -p "$build" && build=$(cd "$build" && pwd)
+jobs=${JOBS:-2}
+niceness=${NICE:-10}
+
+usage() { echo "usage: $0 lexer|parser|sema|compile SECONDS" >&2; exit 2; }
+[ $# -eq 2 ] || usage
+target=${1#fuzz_}
+seconds=$2
+case "$target" in lexer | parser | sema | compile) ;; *) usage ;; esac
+[[ "$seconds" =~ ^[0-9]+$ ]] || usage
+
+"$root/scripts/install-deps.sh"
+missing=()
+for p in clang-22 libclang-rt-22-dev; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -ne 0 ]; then
+  echo "fuzz: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# A build directory configured with another compiler cannot be switched to clang in place.
+if [ -f "$build/CMakeCache.txt" ] && ! grep -q '^TILEC_BUILD_FUZZERS:BOOL=ON' "$build/CMakeCache.txt"; then
+  echo "fuzz: $build is configured without TILEC_BUILD_FUZZERS; set BUILD_DIR to another directory" >&2
+  exit 1
+fi
+# -O1 keeps the fuzzers fast while assertions stay on (Debug, no NDEBUG).
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_COMPILER=clang++-22 \
+  -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DTILEC_BUILD_FUZZERS=ON -DTILEC_BUILD_TESTS=OFF >/dev/null
+nice -n "$niceness" cmake --build "$build" -j "$jobs" --target "fuzz_$target"
+
+fuzzer=$build/fuzz/fuzz_$target
+work=$build/fuzz-corpus/$target
+seeds=$build/fuzz-seeds
+artifacts=$build/fuzz-artifacts/$target
+mkdir -p "$work" "$artifacts" "$root/tests/fuzz/crashes"
+if [ -d "$root/tests/fuzz/corpus/$target" ]; then
+  cp -n "$root/tests/fuzz/corpus/$target"/* "$work"/ 2>/dev/null || true
+fi
+# The seeds, named by content so that repeated runs do not duplicate them.
+rm -rf "$seeds" && mkdir -p "$seeds"
+{
+  find "$root/samples" "$root/tests/lit" "$root/tests/malformed" -name '*.tile' -type f
+  if [ -d "$root/../shared/conformance" ]; then
+    find "$root/../shared/conformance" -name '*.tile' -type f
+  fi
+} | while read -r f; do
+  cp "$f" "$seeds/$(sha1sum "$f" | cut -c1-40)"
+done
+echo "fuzz: $target for ${seconds}s; work corpus $(ls "$work" | wc -l) inputs, $(ls "$seeds" | wc -l) seeds"
+
+before=$(ls "$artifacts")
+status=0
+# The work corpus comes first: libFuzzer writes new inputs into the first directory only.
+(cd "$artifacts" && nice -n "$niceness" "$fuzzer" "$work" "$seeds" \
+  -dict="$root/tests/fuzz/tile.dict" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+  -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$artifacts/") || status=$?
+
+new=0
+for f in $(ls "$artifacts"); do
+  if ! grep -qxF "$f" <<<"$before"; then
+    cp "$artifacts/$f" "$root/tests/fuzz/crashes/$target-$f"
+    echo "fuzz: new artifact tests/fuzz/crashes/$target-$f"
+    new=$((new + 1))
+  fi
+done
+
+if [ "${SAVE_CORPUS:-0}" = 1 ]; then
+  saved=$root/tests/fuzz/corpus/$target
+  mkdir -p "$saved"
+  nice -n "$niceness" "$fuzzer" -merge=1 -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+    "$saved" "$work" 2>&1 | tail -2
+  echo "fuzz: tests/fuzz/corpus/$target holds $(ls "$saved" | wc -l) inputs"
+fi
+echo "fuzz: $target exited with $status; $new new artifact(s)"
+exit "$status"
