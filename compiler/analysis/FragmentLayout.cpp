@@ -23,8 +23,21 @@ int64_t FragmentLayout::slots() const {
     return rowsPerGroup();
   case Kind::MmaAccumulator:
     return (warpTileM() / 16) * (warpTileN() / 8) * 4;
+  case Kind::MmaRows:
+    return (warpTileM() / 16) * 2;
   }
   return total();
+}
+
+bool FragmentLayout::rowsOf(const FragmentLayout &p) const {
+  if (threads != p.threads || shape.front() != p.shape.front())
+    return false;
+  if (kind == Kind::GroupReplicated)
+    return (p.kind == Kind::RowGroups || p.kind == Kind::GroupReplicated) && p.groups == groups;
+  if (kind == Kind::MmaRows)
+    return (p.kind == Kind::MmaAccumulator || p.kind == Kind::MmaRows) && p.warpsM == warpsM &&
+           p.warpsN == warpsN;
+  return false;
 }
 
 std::optional<int64_t> FragmentLayout::elementAt(int64_t t, int64_t slot) const {
@@ -53,6 +66,10 @@ std::optional<int64_t> FragmentLayout::elementAt(int64_t t, int64_t slot) const 
       return std::nullopt;
     return row;
   }
+  case Kind::MmaRows: {
+    int64_t warp = t / 32, g = (t % 32) / 4;
+    return (warp / warpsN) * warpTileM() + (slot / 2) * 16 + g + 8 * (slot % 2);
+  }
   case Kind::MmaAccumulator: {
     int64_t warp = t / 32, lane = t % 32, g = lane / 4, t4 = lane % 4;
     int64_t ni = warpTileN() / 8, block = slot / 4, i = slot % 4;
@@ -75,6 +92,7 @@ std::optional<std::string> verifyOwnership(const FragmentLayout &l) {
       }
   int64_t expect = l.kind == FragmentLayout::Kind::Replicated        ? l.threads
                    : l.kind == FragmentLayout::Kind::GroupReplicated ? l.groupThreads()
+                   : l.kind == FragmentLayout::Kind::MmaRows         ? 4 * l.warpsN
                                                                      : 1;
   for (size_t e = 0; e < owners.size(); ++e)
     if (owners[e] != expect)
@@ -99,6 +117,10 @@ std::string FragmentLayout::describe() const {
   case Kind::MmaAccumulator:
     return fmt::format("mma.sync m16n8k16 accumulator: {} x {} warps, {} x {} per warp", warpsM,
                        warpsN, warpTileM(), warpTileN());
+  case Kind::MmaRows:
+    return fmt::format("rows of an mma accumulator ({} x {} warps): row i held by the 4 lanes of "
+                       "its quad in each of the {} warps of its warp row",
+                       warpsM, warpsN, warpsN);
   }
   return "";
 }
@@ -324,6 +346,12 @@ public:
           r.dim == 1 && l.shape.size() == 1) {
         l.kind = FragmentLayout::Kind::GroupReplicated;
         l.groups = src->second.groups;
+      } else if (src != byGroup.end() &&
+                 src->second.kind == FragmentLayout::Kind::MmaAccumulator && r.dim == 1 &&
+                 l.shape.size() == 1) {
+        l.kind = FragmentLayout::Kind::MmaRows;
+        l.warpsM = src->second.warpsM;
+        l.warpsN = src->second.warpsN;
       } else {
         l.kind = FragmentLayout::Kind::Replicated;
       }

@@ -17,6 +17,10 @@
 //    form a warpsM x warpsN grid (warp w at (w / warpsN, w % warpsN)), each owning a
 //    (M / warpsM) x (N / warpsN) tile of m16n8 blocks; in a block, lane (4g + t) holds
 //    (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1). Slot ((mi * NI + ni) * 4 + i).
+//  - MmaRows (1-D (M,)): one value per accumulator row, held by every thread that holds part of
+//    that row (the 4 lanes of a quad in each of the warpsN warps of its warp row): slot
+//    (mi * 2 + h) is row wM * WM + mi * 16 + g + 8h. The result of reducing an MmaAccumulator
+//    fragment along its rows.
 //
 // Propagation ("common"): fragments that meet in a Parallel loop or a fragment-to-fragment copy
 // share one layout; a group that holds a reduction's result takes the layout the reduction's
@@ -37,7 +41,7 @@
 namespace tilec::analysis {
 
 struct FragmentLayout {
-  enum class Kind { Flat, RowGroups, Replicated, GroupReplicated, MmaAccumulator };
+  enum class Kind { Flat, RowGroups, Replicated, GroupReplicated, MmaAccumulator, MmaRows };
   Kind kind = Kind::Flat;
   std::vector<int64_t> shape;
   int64_t threads = 1;
@@ -45,7 +49,11 @@ struct FragmentLayout {
   int64_t groups = 1; // G, for RowGroups and GroupReplicated
   int64_t warpsM = 1, warpsN = 1; // MmaAccumulator warp grid
   int64_t warpTileM() const { return shape[0] / warpsM; }
-  int64_t warpTileN() const { return shape[1] / warpsN; }
+  int64_t warpTileN() const { return shape[1] / warpsN; } // MmaAccumulator only
+  /// A layout that holds one value per row of a 2-D parent layout (GroupReplicated, MmaRows).
+  bool rowValues() const { return kind == Kind::GroupReplicated || kind == Kind::MmaRows; }
+  /// Whether `parent` (a 2-D distributed layout) holds rows the way this row layout does.
+  bool rowsOf(const FragmentLayout &parent) const;
   int64_t total() const;
   int64_t chunks() const { return total() / vector; }
   /// Flat: chunks a thread holds.

@@ -36,6 +36,8 @@ const char *kindName(analysis::FragmentLayout::Kind k) {
     return "group_replicated";
   case analysis::FragmentLayout::Kind::MmaAccumulator:
     return "mma_accumulator";
+  case analysis::FragmentLayout::Kind::MmaRows:
+    return "mma_rows";
   }
   return "?";
 }
@@ -46,6 +48,11 @@ ordered_json fragmentLayoutJson(const analysis::FragmentLayout &l, bool full) {
   j["threads"] = l.threads;
   j["vector"] = l.vector;
   j["groups"] = l.groups;
+  if (l.kind == analysis::FragmentLayout::Kind::MmaAccumulator ||
+      l.kind == analysis::FragmentLayout::Kind::MmaRows) {
+    j["warps_m"] = l.warpsM;
+    j["warps_n"] = l.warpsN;
+  }
   j["slots_per_thread"] = l.slots();
   j["description"] = l.describe();
   if (!l.vectorReason.empty())

@@ -114,6 +114,17 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
   if (toGlobal && l.kind == FragmentLayout::Kind::GroupReplicated && l.groupThreads() > 1)
     writer = thir::binary(thir::BinOp::Eq,
                           thir::binary(thir::BinOp::Mod, tid, i32(l.groupThreads())), i32(0));
+  if (toGlobal && l.kind == FragmentLayout::Kind::MmaRows) {
+    // Lane 0 of each quad in the first warp of the warp row.
+    writer = thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(4)), i32(0));
+    if (l.warpsN > 1)
+      writer = thir::binary(
+          thir::BinOp::And, writer,
+          thir::binary(thir::BinOp::Eq,
+                       thir::binary(thir::BinOp::Mod, thir::binary(thir::BinOp::FloorDiv, tid, i32(32)),
+                                    i32(l.warpsN)),
+                       i32(0)));
+  }
   auto element = [&](const ChunkRef &c, int64_t lane, thir::Body &body) {
     thir::Expr off = offset(gbuf, globalIdx, {});
     thir::Expr ok = inBounds({gbuf, globalIdx}, {}, 0);

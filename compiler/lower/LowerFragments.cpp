@@ -74,12 +74,6 @@ void collectBuffers(const tile::Body &b, std::vector<tile::BufferPtr> &out) {
   }
 }
 
-std::vector<int64_t> shapeOf(const std::vector<tile::Expr> &shape) {
-  std::vector<int64_t> s;
-  for (const tile::Expr &e : shape)
-    s.push_back(tile::asConstInt(e).value_or(-1));
-  return s;
-}
 
 struct ReduceOp {
   thir::BinOp combine;
@@ -352,12 +346,36 @@ std::vector<ChunkRef> KernelLowering::chunksOf(const FragmentLayout &l) {
         for (int64_t h = 0; h < 2; ++h) {
           ChunkRef c;
           c.slot0 = (mi * NI + ni) * 4 + 2 * h;
+          c.rowIter = mi * 2 + h;
           c.index = {thir::binary(thir::BinOp::Add, rowBase, i32(mi * 16 + 8 * h)),
                      thir::binary(thir::BinOp::Add, colBase, i32(ni * 8))};
           c.range = {Interval{mi * 16 + 8 * h, (l.warpsM - 1) * WM + mi * 16 + 8 * h + 7},
                      Interval{ni * 8, (l.warpsN - 1) * WN + ni * 8 + 6}};
           out.push_back(std::move(c));
         }
+    break;
+  }
+  case FragmentLayout::Kind::MmaRows: {
+    int64_t WM = l.warpTileM();
+    thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(32));
+    thir::Expr g = thir::binary(thir::BinOp::FloorDiv, thir::binary(thir::BinOp::Mod, tid, i32(32)),
+                                i32(4));
+    thir::Expr rowBase = thir::binary(
+        thir::BinOp::Add,
+        thir::binary(thir::BinOp::Mul,
+                     l.warpsN == 1 ? warp
+                                   : thir::binary(thir::BinOp::FloorDiv, warp, i32(l.warpsN)),
+                     i32(WM)),
+        g);
+    for (int64_t mi = 0; mi < WM / 16; ++mi)
+      for (int64_t h = 0; h < 2; ++h) {
+        ChunkRef c;
+        c.slot0 = mi * 2 + h;
+        c.rowIter = mi * 2 + h;
+        c.index = {thir::binary(thir::BinOp::Add, rowBase, i32(mi * 16 + 8 * h))};
+        c.range = {Interval{mi * 16 + 8 * h, (l.warpsM - 1) * WM + mi * 16 + 8 * h + 7}};
+        out.push_back(std::move(c));
+      }
     break;
   }
   case FragmentLayout::Kind::GroupReplicated: {
@@ -414,10 +432,8 @@ int64_t KernelLowering::ownSlot(const tile::BufferPtr &buf,
   const FragmentLayout &e = *element_->layout;
   if (l.distributed() && l.sameAs(e) && isOwnElement(indices))
     return element_->slot;
-  // A row value (GroupReplicated) read from the loop over its rows or over the rows' elements.
-  if (l.kind == FragmentLayout::Kind::GroupReplicated && indices.size() == 1 &&
-      (e.kind == FragmentLayout::Kind::RowGroups || e.kind == FragmentLayout::Kind::GroupReplicated) &&
-      e.groups == l.groups && e.threads == l.threads && e.rows() == l.rows()) {
+  // A row value read from the loop over its rows or over the rows' elements.
+  if (l.rowValues() && indices.size() == 1 && l.rowsOf(e)) {
     auto *ref = std::get_if<tile::VarRef>(&indices[0]->op);
     if (ref && ref->var->id == element_->loopVarIds[0])
       return element_->rowIter;
@@ -508,8 +524,8 @@ bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For 
     const FragmentLayout &l = fragmentLayouts_.at(b->id);
     if (l.shape != loopShape || l.kind == FragmentLayout::Kind::Replicated)
       continue;
-    // A distributed fragment decides over a row-replicated one.
-    if (!anchor || (anchor->kind == FragmentLayout::Kind::GroupReplicated && l.distributed()))
+    // A distributed fragment decides over a row-value one.
+    if (!anchor || (anchor->rowValues() && l.distributed()))
       anchor = &l;
   }
   if (!anyOnChip)
@@ -694,9 +710,12 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
   }
   const FragmentLayout &ls = fragmentLayouts_.at(src->id);
   const FragmentLayout &ld = fragmentLayouts_.at(dst->id);
-  bool grouped = ls.kind == FragmentLayout::Kind::RowGroups;
-  if ((grouped && (ld.kind != FragmentLayout::Kind::GroupReplicated || ld.groups != ls.groups)) ||
-      (!grouped && ld.kind != FragmentLayout::Kind::Replicated)) {
+  // Row-wise: the source holds whole rows per thread group and the result one value per row
+  // (RowGroups -> GroupReplicated, MmaAccumulator -> MmaRows); otherwise the result is
+  // replicated over the block.
+  bool grouped = ld.rowValues() && ld.rowsOf(ls);
+  bool mma = grouped && ls.kind == FragmentLayout::Kind::MmaAccumulator;
+  if (!grouped && ld.kind != FragmentLayout::Kind::Replicated) {
     unsupported(s.loc, fmt::format("a reduction from '{}' ({}) into '{}' ({})", src->name,
                                    ls.describe(), dst->name, ld.describe()));
     return;
@@ -709,7 +728,7 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
   }
   thir::Expr identity = thir::constFloat(op.identity, acc);
   // One partial per row this thread holds: every row (Flat, Replicated) or its group's rows.
-  int64_t nPartial = grouped ? ls.rowsPerGroup() : ls.rows();
+  int64_t nPartial = grouped ? ld.slots() : ls.rows();
   std::vector<int> partial;
   for (int64_t i = 0; i < nPartial; ++i) {
     partial.push_back(nextVar_++);
@@ -739,52 +758,55 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
     }
   }
   if (ls.kind != FragmentLayout::Kind::Replicated) {
-    // Across the lanes that share a row, then across warps through shared memory.
-    int64_t span = grouped ? ls.groupThreads() : ls.threads;
-    int firstMask = static_cast<int>(std::min<int64_t>(span, 32) / 2);
+    // Across the lanes that share a row (a butterfly within the lanes of a row group, or the
+    // 4 lanes of an mma quad), then across the warps that share it through shared memory.
+    int64_t laneSpan = mma ? 4 : std::min<int64_t>(grouped ? ls.groupThreads() : ls.threads, 32);
     for (int64_t i = 0; i < nPartial; ++i)
-      for (int mask = firstMask; mask >= 1; mask /= 2)
-        combine(i, thir::shflXor(pvar(i), mask));
-    int64_t warps = span / 32;
+      for (int64_t mask = laneSpan / 2; mask >= 1; mask /= 2)
+        combine(i, thir::shflXor(pvar(i), static_cast<int>(mask)));
+    // Warps that share a row are consecutive: `warps` of them from `firstWarp`.
+    int64_t warps = mma ? ls.warpsN : (grouped ? ls.groupThreads() : ls.threads) / 32;
     if (warps > 1) {
       int bytes = dtypeBytes(acc);
-      int64_t groupsN = grouped ? ls.groups : 1;
       thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
-      thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(32)); // global warp number
-      // Entry (i * total warps + warp); a thread's group owns warps [g * warps, (g+1) * warps).
+      thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(32));
+      thir::Expr lane = thir::binary(thir::BinOp::Mod, tid, i32(32));
+      // An mma warp holds 8 rows per partial (one per quad): entry (i, warp, quad).
+      int64_t rowsPerWarp = mma ? 8 : 1;
+      thir::Expr quad = mma ? thir::binary(thir::BinOp::FloorDiv, lane, i32(4)) : i32(0);
       int64_t totalWarps = ls.threads / 32;
-      out_.dynamicSharedBytes =
-          std::max<int>(out_.dynamicSharedBytes,
-                        static_cast<int>(scratchBase_ + nPartial * totalWarps * bytes));
+      out_.dynamicSharedBytes = std::max<int>(
+          out_.dynamicSharedBytes,
+          static_cast<int>(scratchBase_ + nPartial * totalWarps * rowsPerWarp * bytes));
+      auto entryOffset = [&](thir::Expr warpIndex, int64_t i) {
+        thir::Expr e = thir::binary(
+            thir::BinOp::Add,
+            thir::binary(thir::BinOp::Mul,
+                         thir::binary(thir::BinOp::Add, i32(i * totalWarps), warpIndex),
+                         i32(rowsPerWarp)),
+            quad);
+        return thir::binary(thir::BinOp::Add, i32(scratchBase_),
+                            thir::binary(thir::BinOp::Mul, e, i32(bytes)));
+      };
       thir::IfStmt leader;
-      leader.cond = thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(32)),
-                                 i32(0));
+      leader.cond = thir::binary(thir::BinOp::Eq,
+                                 mma ? thir::binary(thir::BinOp::Mod, lane, i32(4)) : lane, i32(0));
       for (int64_t i = 0; i < nPartial; ++i)
-        leader.then.push_back({thir::SharedStore{
-            thir::binary(thir::BinOp::Add, i32(scratchBase_),
-                         thir::binary(thir::BinOp::Mul,
-                                      thir::binary(thir::BinOp::Add, i32(i * totalWarps), warp),
-                                      i32(bytes))),
-            pvar(i)}});
+        leader.then.push_back({thir::SharedStore{entryOffset(warp, i), pvar(i)}});
       out.push_back({thir::Barrier{}});
       out.push_back({std::move(leader)});
       out.push_back({thir::Barrier{}});
       thir::Expr firstWarp =
-          groupsN == 1 ? i32(0)
-                       : thir::binary(thir::BinOp::Mul,
-                                      thir::binary(thir::BinOp::FloorDiv, tid, i32(span)),
-                                      i32(warps));
+          warps == totalWarps
+              ? i32(0)
+              : thir::binary(thir::BinOp::Mul, thir::binary(thir::BinOp::FloorDiv, warp, i32(warps)),
+                             i32(warps));
       for (int64_t i = 0; i < nPartial; ++i) {
         out.push_back({thir::AssignVar{partial[i], identity}});
-        for (int64_t w = 0; w < warps; ++w) {
-          thir::Expr entry = thir::binary(
-              thir::BinOp::Add, i32(i * totalWarps + w),
-              firstWarp);
+        for (int64_t w = 0; w < warps; ++w)
           combine(i, thir::sharedLoad(
-                         thir::binary(thir::BinOp::Add, i32(scratchBase_),
-                                      thir::binary(thir::BinOp::Mul, entry, i32(bytes))),
+                         entryOffset(thir::binary(thir::BinOp::Add, firstWarp, i32(w)), i),
                          Type{acc}));
-        }
       }
     }
   }

@@ -116,9 +116,21 @@ void KernelLowering::forgetSharedState() {
 
 void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out) {
   const tile::BufferPtr &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
+  const FragmentLayout *la = nullptr;
   if (A->scope != tile::Scope::Shared) {
-    unsupported(s.loc, fmt::format("gemm with A ('{}') in registers", A->name));
-    return;
+    // A in registers: its accumulator layout must give each warp the rows of C it computes and
+    // every k column (the accumulator -> A operand repacking of the cookbook, section 1).
+    const FragmentLayout &lcc = fragmentLayouts_.at(C->id);
+    la = isOnChip(A) ? &fragmentLayouts_.at(A->id) : nullptr;
+    if (!la || la->kind != FragmentLayout::Kind::MmaAccumulator || la->warpsN != 1 ||
+        lcc.kind != FragmentLayout::Kind::MmaAccumulator || la->warpsM != lcc.warpsM ||
+        la->shape[0] != lcc.shape[0] || g.transA || la->warpTileN() % 16 != 0) {
+      unsupported(s.loc, fmt::format("gemm with A ('{}') in registers laid out as {} (it must be "
+                                     "an mma accumulator whose warps each hold whole rows, the "
+                                     "rows of C they compute); copy it to shared memory first",
+                                     A->name, la ? la->describe() : "a non-fragment"));
+      return;
+    }
   }
   if (B->scope != tile::Scope::Shared) {
     unsupported(s.loc, fmt::format("gemm with B ('{}') in registers", B->name));
@@ -128,7 +140,7 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
     unsupported(s.loc, "gemm on parts of buffers");
     return;
   }
-  if (A->dtype != DType::Float16 && A->dtype != DType::BFloat16) {
+  if (A->dtype != B->dtype || (A->dtype != DType::Float16 && A->dtype != DType::BFloat16)) {
     unsupported(s.loc, fmt::format("gemm on {} operands (float16 and bfloat16 are supported)",
                                    dtypeName(A->dtype)));
     return;
@@ -163,7 +175,20 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
   for (int64_t kk = 0; kk < K / 16; ++kk) {
     // A fragments (16 x 16 per m-tile), straight from the mma layout of ldmatrix.x4.
     std::vector<int> aVar;
-    for (int64_t mi = 0; mi < MI; ++mi) {
+    for (int64_t mi = 0; la && mi < MI; ++mi) {
+      // Two adjacent n8 accumulator tiles are one 16 x 16 A fragment: pack pairs of halves.
+      int64_t niA = la->warpTileN() / 8;
+      auto pack = [&](int64_t slot) {
+        return thir::bitcast(thir::makeVector({slotVar(A, slot), slotVar(A, slot + 1)}),
+                             Type{DType::Int32});
+      };
+      int64_t t0 = (mi * niA + 2 * kk) * 4, t1 = (mi * niA + 2 * kk + 1) * 4;
+      aVar.push_back(nextVar_++);
+      out.push_back({thir::DeclVar{aVar.back(), x4,
+                                   thir::makeVector({pack(t0), pack(t0 + 2), pack(t1),
+                                                     pack(t1 + 2)})}});
+    }
+    for (int64_t mi = 0; !la && mi < MI; ++mi) {
       std::vector<thir::Expr> at;
       bool trans = g.transA;
       if (!g.transA) // A stored M x K: lane L addresses row L % 16, column 8 * (L / 16)

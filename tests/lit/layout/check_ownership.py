@@ -17,7 +17,8 @@ for path in sys.argv[1:]:
             kind = layout["kind"]
             expect = {"flat": 1, "row_groups": 1, "replicated": layout["threads"],
                       "group_replicated": layout["threads"] // layout["groups"],
-                      "mma_accumulator": 1}[kind]
+                      "mma_accumulator": 1,
+                      "mma_rows": 4 * layout.get("warps_n", 1)}[kind]
             used = set()
             total = 1
             for d in buf["shape"]:
