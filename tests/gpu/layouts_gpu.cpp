@@ -3,6 +3,7 @@
 // float64 CPU reference with poisoned outputs.
 #include "gpu_common.h"
 #include "layouts.h"
+#include "wide_reduce.h"
 
 #include <random>
 
@@ -57,6 +58,44 @@ int main() {
     CK(cuMemFree(dx));
     CK(cuMemFree(dv));
     CK(cuMemFree(dy));
+    CK(cuMemFree(dz));
+  }
+  // Cross-warp row reductions (row groups of 128 threads).
+  for (int64_t M : {int64_t{1}, int64_t{7}, int64_t{3001}}) {
+    const int64_t C = 2048;
+    std::vector<float> x(M * C);
+    for (auto &e : x)
+      e = dist(rng);
+    CUdeviceptr dx, ds, dz;
+    CK(cuMemAlloc(&dx, x.size() * 4));
+    CK(cuMemAlloc(&ds, M * 4 + 64));
+    CK(cuMemAlloc(&dz, x.size() * 4 + 64));
+    CK(cuMemcpyHtoD(dx, x.data(), x.size() * 4));
+    CK(cuMemsetD8(ds, 0xFF, M * 4 + 64));
+    CK(cuMemsetD8(dz, 0xFF, x.size() * 4 + 64));
+    CK(tile::wide_reduce::wide_reduce(nullptr, dx, ds, dz, M));
+    CK(cuCtxSynchronize());
+    std::vector<float> sv(M), z(x.size());
+    CK(cuMemcpyDtoH(sv.data(), ds, M * 4));
+    CK(cuMemcpyDtoH(z.data(), dz, x.size() * 4));
+    std::vector<double> refS(M), refZ(x.size());
+    for (int64_t r = 0; r < M; ++r) {
+      double sum = 0, mx = 0;
+      for (int64_t c = 0; c < C; ++c) {
+        sum += x[r * C + c];
+        mx = std::max(mx, std::fabs(static_cast<double>(x[r * C + c])));
+      }
+      refS[r] = sum;
+      for (int64_t c = 0; c < C; ++c)
+        refZ[r * C + c] = x[r * C + c] / mx;
+    }
+    ErrorStats es = relError(sv, refS), ez = relError(z, refZ);
+    bool ok = es.nan == 0 && ez.nan == 0 && es.rel < 1e-5 && ez.rel < 1e-5;
+    failures += !ok;
+    std::printf("wide_reduce M=%-5lld S rel.err %.2e, Z rel.err %.2e: %s\n",
+                static_cast<long long>(M), es.rel, ez.rel, ok ? "ok" : "FAIL");
+    CK(cuMemFree(dx));
+    CK(cuMemFree(ds));
     CK(cuMemFree(dz));
   }
   std::printf("layouts: %s\n", failures ? "FAILED" : "all checks passed");

@@ -3,13 +3,26 @@
 // inputs with a poisoned output, ragged and large M, bandwidth next to a d2d copy.
 #include "gpu_common.h"
 #include "rmsnorm_silu.h"
+#include "sm_80/rmsnorm_silu.h"
 
 #include <random>
 
 using namespace gputest;
 
+using RmsFn = CUresult (*)(CUstream, CUdeviceptr, CUdeviceptr, CUdeviceptr, float, int64_t);
+
+int run(const char *arch, RmsFn fn);
+
 int main() {
   init();
+  int failures = run("sm_90a", tile::rmsnorm_silu::rmsnorm_silu);
+  failures += run("sm_80", tile::sm80::rmsnorm_silu::rmsnorm_silu);
+  std::printf("rmsnorm_silu: %s\n", failures ? "FAILED" : "all checks passed");
+  return failures ? 1 : 0;
+}
+
+int run(const char *arch, RmsFn fn) {
+  std::printf("-- rmsnorm_silu --arch %s\n", arch);
   std::random_device rd;
   std::mt19937 rng(rd());
   std::normal_distribution<float> dist(0.f, 1.f);
@@ -33,7 +46,7 @@ int main() {
     CK(cuMemAlloc(&dy, bytes + 256));
     CK(cuMemcpyHtoD(dx, x.data(), bytes));
     CK(cuMemsetD8(dy, 0xFF, bytes + 256));
-    CK(tile::rmsnorm_silu::rmsnorm_silu(nullptr, dx, dw, dy, eps, M));
+    CK(fn(nullptr, dx, dw, dy, eps, M));
     CK(cuCtxSynchronize());
     CK(cuMemcpyDtoH(y.data(), dy, bytes));
     std::vector<unsigned char> tail(256);
@@ -58,19 +71,18 @@ int main() {
     bool tailOk = std::all_of(tail.begin(), tail.end(), [](unsigned char b) { return b == 0xFF; });
     bool ok = e.nan == 0 && e.rel < 2e-3 && tailOk;
     failures += !ok;
-    double ms = medianMs([&] { CK(tile::rmsnorm_silu::rmsnorm_silu(nullptr, dx, dw, dy, eps, M)); });
+    double ms = medianMs([&] { CK(fn(nullptr, dx, dw, dy, eps, M)); });
     double gbs = 2.0 * bytes / ms / 1e6;
     double copy = copyGBs(bytes);
     std::printf("%-8lld %-10.2e %-6lld %10.4f %10.1f %10.1f %s%s\n", static_cast<long long>(M),
                 e.rel, e.nan, ms, gbs, copy, ok ? "ok" : "FAIL", tailOk ? "" : " (wrote past end)");
     if (M == (int64_t{1} << 16))
-      std::printf("RESULT rmsnorm_silu M=65536 D=640 fp16: %.1f GB/s = %.1f%% of d2d copy %.1f "
-                  "GB/s\n",
-                  gbs, 100 * gbs / copy, copy);
+      std::printf("RESULT rmsnorm_silu %s M=65536 D=640 fp16: %.1f GB/s = %.1f%% of d2d copy "
+                  "%.1f GB/s\n",
+                  arch, gbs, 100 * gbs / copy, copy);
     CK(cuMemFree(dx));
     CK(cuMemFree(dy));
   }
   CK(cuMemFree(dw));
-  std::printf("rmsnorm_silu: %s\n", failures ? "FAILED" : "all checks passed");
-  return failures ? 1 : 0;
+  return failures;
 }

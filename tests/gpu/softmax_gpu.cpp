@@ -2,14 +2,27 @@
 // error against a float64 CPU reference on fresh random inputs with a poisoned output, at ragged
 // and large M, and bandwidth next to a device-to-device copy measured in the same run.
 #include "gpu_common.h"
+#include "sm_80/softmax.h"
 #include "softmax.h"
 
 #include <random>
 
 using namespace gputest;
 
+using SoftmaxFn = CUresult (*)(CUstream, CUdeviceptr, CUdeviceptr, int64_t);
+
+int run(const char *arch, SoftmaxFn fn);
+
 int main() {
   init();
+  int failures = run("sm_90a", tile::softmax::softmax);
+  failures += run("sm_80", tile::sm80::softmax::softmax);
+  std::printf("softmax: %s\n", failures ? "FAILED" : "all checks passed");
+  return failures ? 1 : 0;
+}
+
+int run(const char *arch, SoftmaxFn fn) {
+  std::printf("-- softmax --arch %s\n", arch);
   std::random_device rd;
   std::mt19937 rng(rd());
   std::normal_distribution<float> dist(0.f, 3.f);
@@ -26,7 +39,7 @@ int main() {
     CK(cuMemAlloc(&dy, bytes + 256));
     CK(cuMemcpyHtoD(dx, x.data(), bytes));
     CK(cuMemsetD8(dy, 0xFF, bytes + 256));
-    CK(tile::softmax::softmax(nullptr, dx, dy, M));
+    CK(fn(nullptr, dx, dy, M));
     CK(cuCtxSynchronize());
     CK(cuMemcpyDtoH(y.data(), dy, bytes));
     std::vector<unsigned char> tail(256);
@@ -48,17 +61,16 @@ int main() {
     bool tailOk = std::all_of(tail.begin(), tail.end(), [](unsigned char b) { return b == 0xFF; });
     bool ok = e.nan == 0 && e.rel < 2e-3 && tailOk;
     failures += !ok;
-    double ms = medianMs([&] { CK(tile::softmax::softmax(nullptr, dx, dy, M)); });
+    double ms = medianMs([&] { CK(fn(nullptr, dx, dy, M)); });
     double gbs = 2.0 * bytes / ms / 1e6;
     double copy = copyGBs(bytes);
     std::printf("%-8lld %-10.2e %-6lld %10.4f %10.1f %10.1f %s%s\n", static_cast<long long>(M),
                 e.rel, e.nan, ms, gbs, copy, ok ? "ok" : "FAIL", tailOk ? "" : " (wrote past end)");
     if (M == (int64_t{1} << 16))
-      std::printf("RESULT softmax M=65536 N=1024 fp16: %.1f GB/s = %.1f%% of d2d copy %.1f GB/s\n",
-                  gbs, 100 * gbs / copy, copy);
+      std::printf("RESULT softmax %s M=65536 N=1024 fp16: %.1f GB/s = %.1f%% of d2d copy %.1f GB/s\n",
+                  arch, gbs, 100 * gbs / copy, copy);
     CK(cuMemFree(dx));
     CK(cuMemFree(dy));
   }
-  std::printf("softmax: %s\n", failures ? "FAILED" : "all checks passed");
-  return failures ? 1 : 0;
+  return failures;
 }
