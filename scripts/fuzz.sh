@@ -6,14 +6,14 @@
 # Installs clang-22 and libclang-rt-22-dev when missing, configures BUILD_DIR (default
 # build-fuzz) with clang-22 and -DTILEC_BUILD_FUZZERS=ON, builds the target and runs it for
 # SECONDS with -max_len=8192 -timeout=10 -rss_limit_mb=2048 and the dictionary tests/fuzz/tile.dict.
-# The work corpus (BUILD_DIR/fuzz-corpus/TARGET) starts as a copy of tests/fuzz/corpus/TARGET and
-# keeps growing between runs; the seeds (samples, conformance programs, lit and malformed tests)
-# are read every run. New crash, leak, timeout and out-of-memory inputs are copied to
+# The work corpus (BUILD_DIR/fuzz-corpus/TARGET) starts with the inputs of
+# tests/fuzz/corpus/TARGET.tar.xz and keeps growing between runs; the seeds (samples,
+# conformance programs, lit and malformed tests) are read every run. New crash, leak, timeout and out-of-memory inputs are copied to
 # tests/fuzz/crashes/ (reproduce one: BUILD_DIR/fuzz/fuzz_TARGET FILE).
 #
 # Environment: BUILD_DIR, JOBS (build parallelism, default 2), NICE (default 10),
-# SAVE_CORPUS=1 (after the run, merge the work corpus into tests/fuzz/corpus/TARGET, keeping only
-# inputs that add coverage).
+# SAVE_CORPUS=1 (after the run, rewrite tests/fuzz/corpus/TARGET.tar.xz with the inputs of the
+# work corpus that add coverage; SECONDS may be 0 to only do that).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$root/build-fuzz}
@@ -57,8 +57,10 @@ work=$build/fuzz-corpus/$target
 seeds=$build/fuzz-seeds
 artifacts=$build/fuzz-artifacts/$target
 mkdir -p "$work" "$artifacts" "$root/tests/fuzz/crashes"
-if [ -d "$root/tests/fuzz/corpus/$target" ]; then
-  cp -n "$root/tests/fuzz/corpus/$target"/* "$work"/ 2>/dev/null || true
+# The saved corpus (inputs that add coverage, merged from earlier runs) seeds the work corpus.
+saved=$root/tests/fuzz/corpus/$target.tar.xz
+if [ -f "$saved" ]; then
+  tar -xJf "$saved" -C "$work" --strip-components=1 --skip-old-files
 fi
 # The seeds, named by content so that repeated runs do not duplicate them.
 rm -rf "$seeds" && mkdir -p "$seeds"
@@ -75,9 +77,11 @@ echo "fuzz: $target for ${seconds}s; work corpus $(ls "$work" | wc -l) inputs, $
 before=$(ls "$artifacts")
 status=0
 # The work corpus comes first: libFuzzer writes new inputs into the first directory only.
-(cd "$artifacts" && nice -n "$niceness" "$fuzzer" "$work" "$seeds" \
-  -dict="$root/tests/fuzz/tile.dict" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
-  -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$artifacts/") || status=$?
+if [ "$seconds" -gt 0 ]; then
+  (cd "$artifacts" && nice -n "$niceness" "$fuzzer" "$work" "$seeds" \
+    -dict="$root/tests/fuzz/tile.dict" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+    -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$artifacts/") || status=$?
+fi
 
 new=0
 for f in $(ls "$artifacts"); do
@@ -89,11 +93,14 @@ for f in $(ls "$artifacts"); do
 done
 
 if [ "${SAVE_CORPUS:-0}" = 1 ]; then
-  saved=$root/tests/fuzz/corpus/$target
-  mkdir -p "$saved"
+  merged=$build/fuzz-merged/$target
+  rm -rf "$merged" && mkdir -p "$merged" "$root/tests/fuzz/corpus"
   nice -n "$niceness" "$fuzzer" -merge=1 -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
-    "$saved" "$work" 2>&1 | tail -2
-  echo "fuzz: tests/fuzz/corpus/$target holds $(ls "$saved" | wc -l) inputs"
+    "$merged" "$work" 2>&1 | tail -1
+  # Reproducible archive: sorted names, fixed times and owners.
+  tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -C "$(dirname "$merged")" \
+    -cJf "$saved" "$target"
+  echo "fuzz: $saved holds $(ls "$merged" | wc -l) inputs ($(du -h "$saved" | cut -f1))"
 fi
 echo "fuzz: $target exited with $status; $new new artifact(s)"
 exit "$status"

@@ -12,8 +12,7 @@ build=${BUILD_DIR:-$root/build-asan}
 jobs=${JOBS:-$(nproc)}
 "$root/scripts/install-deps.sh"
 
-# vptr is off: libLLVM is built without RTTI, so its classes have no typeinfo to check against.
-flags="-fsanitize=address,undefined -fno-sanitize=vptr -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
+flags="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=g++ \
   -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="-fsanitize=address,undefined" >/dev/null
 cmake --build "$build" -j "$jobs"

@@ -291,10 +291,15 @@ public:
       int root = groups_.find(buf->id);
       auto [it, inserted] = byGroup.emplace(root, l);
       if (!inserted && !it->second.sameAs(l)) {
-        diags_.error(l.fixedAt, fmt::format("layout conflict: this gemm needs '{}' as {}, but the "
-                                            "{} fixed it as {}",
-                                            buf->name, l.describe(), it->second.fixedBy,
-                                            it->second.describe()));
+        diags_.error(l.fixedAt,
+                     fmt::format("layout conflict: this gemm needs '{}' as {}, but the {} fixed it "
+                                 "as {}{}",
+                                 buf->name, l.describe(), it->second.fixedBy,
+                                 it->second.describe(),
+                                 it->second.fixedBy.find("'" + buf->name + "'") == std::string::npos
+                                     ? " (the two fragments share one layout because they meet in "
+                                       "a Parallel loop or a fragment copy)"
+                                     : ""));
         diags_.note(it->second.fixedAt, "the other layout is fixed here");
         return false;
       }
@@ -448,7 +453,7 @@ private:
       } else if (auto *r = std::get_if<tile::Reduce>(&s.op)) {
         if (onChip(r->dst.buffer)) {
           replicate(r->dst.buffer->id,
-                    fmt::format("{} at line {}", "reduction result", s.loc.line), s.loc);
+                    fmt::format("reduction at line {}", s.loc.line), s.loc);
           if (onChip(r->src.buffer))
             reduces_.push_back({r->src.buffer, r->dst.buffer, r->dim, s.loc});
         }
@@ -473,7 +478,7 @@ private:
     l.vector = 2;
     l.warpsM = std::get<WarpGrid>(grid).warpsM;
     l.warpsN = std::get<WarpGrid>(grid).warpsN;
-    l.fixedBy = fmt::format("gemm at line {}", loc.line);
+    l.fixedBy = fmt::format("gemm at line {} (accumulator '{}')", loc.line, c->name);
     l.fixedAt = loc;
     strict_.push_back({c, l});
   }

@@ -100,6 +100,8 @@ std::string layoutReport(const tile::Program &p, const lower::Lowered &low,
     for (const tile::Expr &g : k.grid)
       grid.push_back(tile::print(g));
     kj["grid"] = grid;
+    if (auto it = low.dynamicSharedBytes.find(k.name); it != low.dynamicSharedBytes.end())
+      kj["dynamic_shared_bytes"] = it->second;
     ordered_json bufs = ordered_json::array();
     for (const tile::Param &prm : k.params) {
       if (prm.kind != tile::ParamKind::Tensor)
@@ -121,9 +123,33 @@ std::string layoutReport(const tile::Program &p, const lower::Lowered &low,
       for (const lower::FragmentRecord &r : low.fragments)
         if (r.kernel == k.name && r.bufferId == b->id)
           rec = &r;
+      const lower::SharedRecord *sh = nullptr;
+      for (const lower::SharedRecord &r : low.shared)
+        if (r.kernel == k.name && r.bufferId == b->id)
+          sh = &r;
       if (rec) {
         bj["layout"] = fragmentLayoutJson(rec->layout, opts.full);
         bj["fixed_by"] = where(rec->layout.fixedBy, rec->layout.fixedAt);
+      } else if (sh) {
+        ordered_json lj = {{"kind", sh->swizzled ? "swizzled_128B" : "row_major"},
+                           {"offset", sh->offset},
+                           {"bytes", sh->bytes}};
+        if (opts.full) {
+          // Byte offset of every element, from the same rule lowering uses.
+          ordered_json offs = ordered_json::array();
+          int64_t eb = dtypeBytes(b->dtype);
+          for (int64_t e = 0; e * eb < sh->bytes; ++e) {
+            int64_t byte = e * eb;
+            if (sh->swizzled)
+              byte ^= ((byte >> 7) & 7) << 4;
+            offs.push_back(sh->offset + byte);
+          }
+          lj["element_offsets"] = offs;
+        }
+        bj["layout"] = lj;
+        bj["fixed_by"] = where(sh->swizzled ? "free: 128-byte swizzle for conflict-free ldmatrix"
+                                            : "free: row-major",
+                               b->loc);
       } else {
         bj["layout"] = {{"kind", "per_thread_register"}};
         bj["fixed_by"] = where(fmt::format("alloc_{}", tile::scopeName(b->scope)), b->loc);

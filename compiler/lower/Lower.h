@@ -8,6 +8,7 @@
 #include "threadir/ThreadIR.h"
 #include "tileir/TileIR.h"
 
+#include <map>
 #include <optional>
 #include <string>
 
@@ -30,10 +31,23 @@ struct FragmentRecord {
   analysis::FragmentLayout layout;
 };
 
+/// Where a shared buffer lives: `offset` bytes into dynamic shared memory; element e (row-major
+/// flat index) at byte offset + swizzle(e * elementBytes), where swizzle XORs byte bits 4-6 with
+/// bits 7-9 when `swizzled`.
+struct SharedRecord {
+  std::string kernel;
+  int bufferId;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+  bool swizzled = false;
+};
+
 struct Lowered {
   thir::Module module;
   std::vector<ParallelLoopRecord> parallelLoops;
   std::vector<FragmentRecord> fragments;
+  std::vector<SharedRecord> shared;
+  std::map<std::string, int> dynamicSharedBytes; // by kernel
 };
 
 /// Returns nullopt after reporting an error (a construct not supported yet names itself and its

@@ -178,7 +178,10 @@ private:
   void forgetSharedState();
   void lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
   void lowerUseSwizzle(const tile::Stmt &s, const tile::UseSwizzle &u, thir::Body &out);
+public:
   std::map<int, SharedBuffer> shared_;
+
+private:
   bool smemWritten_ = false, smemRead_ = false;
   void lowerFill(const tile::Stmt &s, const tile::Fill &f, thir::Body &out);
   void lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thir::Body &out);

@@ -19,8 +19,8 @@ inline uint32_t addInput(SourceManager &sm, const uint8_t *data, size_t size) {
   return sm.addBuffer(kInputName, std::string(reinterpret_cast<const char *>(data), size));
 }
 
-/// Renders every diagnostic (rendering quotes the source line and draws the caret, which must
-/// cope with any location) and checks the contract that an error run reported an error.
+/// Renders every diagnostic: rendering quotes the source line and draws the caret, which must
+/// cope with any location a stage reports.
 inline void renderDiagnostics(const DiagnosticEngine &diags) {
   std::string text = diags.renderAll();
   (void)text;
