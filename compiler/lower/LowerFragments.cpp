@@ -18,20 +18,8 @@ namespace {
 
 using analysis::FragmentLayout;
 
-thir::Expr i32(int64_t v) { return thir::constInt(v, DType::Int32); }
 
-thir::Expr zeroOf(DType t) {
-  return isFloat(t) ? thir::constFloat(0.0, t) : thir::constInt(0, t);
-}
 
-bool fullBuffer(const tile::Region &r) {
-  for (size_t d = 0; d < r.dims.size(); ++d) {
-    if (r.dims[d].dropped || tile::asConstInt(r.dims[d].begin) != 0 ||
-        tile::asConstInt(r.dims[d].extent) != tile::asConstInt(r.buffer->shape[d]))
-      return false;
-  }
-  return true;
-}
 
 void collectBuffers(const tile::Expr &e, std::vector<tile::BufferPtr> &out) {
   std::visit(

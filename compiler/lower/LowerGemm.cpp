@@ -12,7 +12,6 @@ namespace {
 
 using analysis::FragmentLayout;
 
-thir::Expr i32(int64_t v) { return thir::constInt(v, DType::Int32); }
 thir::Expr add(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Add, a, b); }
 thir::Expr mul(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::Mul, a, i32(b)); }
 thir::Expr div(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::FloorDiv, a, i32(b)); }
@@ -29,13 +28,6 @@ int64_t sharedLimit(const std::string &arch) {
   return 101376; // sm_86, sm_89
 }
 
-bool fullBuffer(const tile::Region &r) {
-  for (size_t d = 0; d < r.dims.size(); ++d)
-    if (r.dims[d].dropped || tile::asConstInt(r.dims[d].begin) != 0 ||
-        tile::asConstInt(r.dims[d].extent) != tile::asConstInt(r.buffer->shape[d]))
-      return false;
-  return true;
-}
 
 } // namespace
 

@@ -49,6 +49,19 @@ struct Access {
 
 void collectAccesses(const tile::Expr &e, std::vector<Access> &out);
 
+inline thir::Expr i32(int64_t v) { return thir::constInt(v, DType::Int32); }
+inline thir::Expr zeroOf(DType t) {
+  return isFloat(t) ? thir::constFloat(0.0, t) : thir::constInt(0, t);
+}
+/// Whether `r` is the whole of its buffer (every dimension kept, from 0, full extent).
+inline bool fullBuffer(const tile::Region &r) {
+  for (size_t d = 0; d < r.dims.size(); ++d)
+    if (r.dims[d].dropped || tile::asConstInt(r.dims[d].begin) != 0 ||
+        tile::asConstInt(r.dims[d].extent) != tile::asConstInt(r.buffer->shape[d]))
+      return false;
+  return true;
+}
+
 /// One chunk of `vector` consecutive elements (along the last dimension) that the current
 /// thread holds under a fragment layout.
 struct ChunkRef {
