@@ -1,5 +1,7 @@
 #include "analysis/FragmentLayout.h"
 
+#include "analysis/SharedLayout.h"
+
 #include <fmt/format.h>
 
 #include <functional>
@@ -36,7 +38,7 @@ bool FragmentLayout::rowsOf(const FragmentLayout &p) const {
     return (p.kind == Kind::RowGroups || p.kind == Kind::GroupReplicated) && p.groups == groups;
   if (kind == Kind::MmaRows)
     return (p.kind == Kind::MmaAccumulator || p.kind == Kind::MmaRows) && p.warpsM == warpsM &&
-           p.warpsN == warpsN;
+           p.warpsN == warpsN && p.warpgroup == warpgroup;
   return false;
 }
 
@@ -68,13 +70,13 @@ std::optional<int64_t> FragmentLayout::elementAt(int64_t t, int64_t slot) const 
   }
   case Kind::MmaRows: {
     int64_t warp = t / 32, g = (t % 32) / 4;
-    return (warp / warpsN) * warpTileM() + (slot / 2) * 16 + g + 8 * (slot % 2);
+    return tileRow(warpRow(warp), slot / 2) + g + 8 * (slot % 2);
   }
   case Kind::MmaAccumulator: {
     int64_t warp = t / 32, lane = t % 32, g = lane / 4, t4 = lane % 4;
     int64_t ni = warpTileN() / 8, block = slot / 4, i = slot % 4;
-    int64_t row = (warp / warpsN) * warpTileM() + (block / ni) * 16 + g + 8 * (i >> 1);
-    int64_t col = (warp % warpsN) * warpTileN() + (block % ni) * 8 + 2 * t4 + (i & 1);
+    int64_t row = tileRow(warpRow(warp), block / ni) + g + 8 * (i >> 1);
+    int64_t col = warpCol(warp) * warpTileN() + (block % ni) * 8 + 2 * t4 + (i & 1);
     return row * shape[1] + col;
   }
   }
@@ -115,12 +117,15 @@ std::string FragmentLayout::describe() const {
     return fmt::format("group-replicated: element i held by the {} threads of group i % {}",
                        groupThreads(), groups);
   case Kind::MmaAccumulator:
+    if (warpgroup)
+      return fmt::format("wgmma m64nNk16 accumulator: {} x {} warpgroups, {} x {} per warpgroup",
+                         warpsM / 4, warpsN, 4 * warpTileM(), warpTileN());
     return fmt::format("mma.sync m16n8k16 accumulator: {} x {} warps, {} x {} per warp", warpsM,
                        warpsN, warpTileM(), warpTileN());
   case Kind::MmaRows:
-    return fmt::format("rows of an mma accumulator ({} x {} warps): row i held by the 4 lanes of "
+    return fmt::format("rows of {} accumulator ({} x {} warps): row i held by the 4 lanes of "
                        "its quad in each of the {} warps of its warp row",
-                       warpsM, warpsN, warpsN);
+                       warpgroup ? "a wgmma" : "an mma.sync", warpsM, warpsN, warpsN);
   }
   return "";
 }
@@ -154,6 +159,57 @@ std::variant<WarpGrid, std::string> gemmWarpGrid(int64_t M, int64_t N, int64_t t
                      M, N, W, names[static_cast<int>(policy)]);
 }
 
+std::optional<WgmmaPlan> planWgmma(const tile::Gemm &g, int64_t threads) {
+  const tile::BufferPtr &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
+  bool aShared = A->scope == tile::Scope::Shared;
+  if (threads % 128 != 0 || C->dtype != DType::Float32 || A->dtype != B->dtype ||
+      (A->dtype != DType::Float16 && A->dtype != DType::BFloat16) ||
+      B->scope != tile::Scope::Shared || (!aShared && g.transA) || !g.a.whole() || !g.b.whole() ||
+      !g.c.whole() || A->shape.size() != 2 || B->shape.size() != 2 || C->shape.size() != 2)
+    return std::nullopt;
+  auto dim = [](const tile::BufferPtr &b, int d) { return *tile::asConstInt(b->shape[d]); };
+  int64_t M = dim(C, 0), N = dim(C, 1), K = dim(A, g.transA ? 0 : 1);
+  if (K % 16 != 0)
+    return std::nullopt;
+  SharedLayout la = chooseSharedLayout({dim(A, 0), dim(A, 1)}, 2);
+  SharedLayout lb = chooseSharedLayout({dim(B, 0), dim(B, 1)}, 2);
+  int64_t G = threads / 128;
+  auto works = [&](int64_t gm, int64_t gn, int64_t &instrN) {
+    if (M % (64 * gm) != 0 || N % gn != 0)
+      return false;
+    int64_t WN = N / gn, pieces = (WN + 255) / 256;
+    while (pieces <= WN / 8 && (WN % pieces != 0 || (WN / pieces) % 8 != 0))
+      ++pieces;
+    if (pieces > WN / 8)
+      return false;
+    instrN = WN / pieces;
+    for (int64_t m0 = 0; aShared && m0 < M; m0 += 64)
+      for (int64_t k0 = 0; k0 < K; k0 += 16)
+        if (!wgmmaDescriptor(la, !g.transA, m0, k0, 64))
+          return false;
+    for (int64_t n0 = 0; n0 < N; n0 += instrN)
+      for (int64_t k0 = 0; k0 < K; k0 += 16)
+        if (!wgmmaDescriptor(lb, g.transB, n0, k0, instrN))
+          return false;
+    return true;
+  };
+  std::optional<WgmmaPlan> best;
+  for (int64_t gm = 1; gm <= G; ++gm) {
+    if (G % gm != 0)
+      continue;
+    int64_t gn = G / gm, instrN = 0;
+    if ((g.policy == tile::GemmPolicy::FullRow && gn != 1) ||
+        (g.policy == tile::GemmPolicy::FullCol && gm != 1) || !works(gm, gn, instrN))
+      continue;
+    auto score = [&](const WgmmaPlan &p) { return std::llabs(M / p.groupsM - N / p.groupsN); };
+    WgmmaPlan cand{gm, gn, instrN};
+    if (!best || score(cand) < score(*best) ||
+        (score(cand) == score(*best) && cand.groupsM > best->groupsM))
+      best = cand;
+  }
+  return best;
+}
+
 namespace {
 
 /// The row-group split of a 2-D (R, C) fragment: P threads a row group, preferring rows that fit
@@ -170,7 +226,8 @@ int64_t chooseGroupThreads(int64_t R, int64_t chunksPerRow, int64_t T) {
     bool inWarp = P <= 32;
     bool bestInWarp = best > 0 && best <= 32;
     if (best < 0 || (inWarp && !bestInWarp) ||
-        (inWarp == bestInWarp && (waste < bestWaste || (waste == bestWaste && inWarp == (P > best)))))
+        (inWarp == bestInWarp &&
+         (waste < bestWaste || (waste == bestWaste && inWarp == (P > best)))))
       best = P, bestWaste = waste;
   }
   return best > 0 ? best : T;
@@ -271,7 +328,8 @@ std::vector<int64_t> constShape(const std::vector<tile::Expr> &shape) {
 
 class Inference {
 public:
-  Inference(const tile::Kernel &k, DiagnosticEngine &diags) : k_(k), diags_(diags) {}
+  Inference(const tile::Kernel &k, DiagnosticEngine &diags, const InferenceOptions &opts)
+      : k_(k), diags_(diags), opts_(opts) {}
 
   bool run(std::map<int, FragmentLayout> &out) {
     for (const tile::BufferPtr &b : k_.buffers)
@@ -294,8 +352,7 @@ public:
         diags_.error(l.fixedAt,
                      fmt::format("layout conflict: this gemm needs '{}' as {}, but the {} fixed it "
                                  "as {}{}",
-                                 buf->name, l.describe(), it->second.fixedBy,
-                                 it->second.describe(),
+                                 buf->name, l.describe(), it->second.fixedBy, it->second.describe(),
                                  it->second.fixedBy.find("'" + buf->name + "'") == std::string::npos
                                      ? " (the two fragments share one layout because they meet in "
                                        "a Parallel loop or a fragment copy)"
@@ -306,8 +363,7 @@ public:
       if (facts_[root].replicated) {
         diags_.error(l.fixedAt, fmt::format("layout conflict: '{}' is the accumulator of this "
                                             "gemm ({}) and also holds the result of the {}",
-                                            buf->name, l.describe(),
-                                            facts_[root].replicatedBy));
+                                            buf->name, l.describe(), facts_[root].replicatedBy));
         diags_.note(facts_[root].replicatedAt, "the reduction is here");
         return false;
       }
@@ -351,12 +407,12 @@ public:
           r.dim == 1 && l.shape.size() == 1) {
         l.kind = FragmentLayout::Kind::GroupReplicated;
         l.groups = src->second.groups;
-      } else if (src != byGroup.end() &&
-                 src->second.kind == FragmentLayout::Kind::MmaAccumulator && r.dim == 1 &&
-                 l.shape.size() == 1) {
+      } else if (src != byGroup.end() && src->second.kind == FragmentLayout::Kind::MmaAccumulator &&
+                 r.dim == 1 && l.shape.size() == 1) {
         l.kind = FragmentLayout::Kind::MmaRows;
         l.warpsM = src->second.warpsM;
         l.warpsN = src->second.warpsN;
+        l.warpgroup = src->second.warpgroup;
       } else {
         l.kind = FragmentLayout::Kind::Replicated;
       }
@@ -377,8 +433,8 @@ public:
         l.kind = FragmentLayout::Kind::Replicated;
         l.shape = constShape(buf->shape);
         l.threads = k_.threads;
-        l.fixedBy = buf->scope == tile::Scope::Local ? "alloc_local (per-thread array)"
-                                                     : "replicated";
+        l.fixedBy =
+            buf->scope == tile::Scope::Local ? "alloc_local (per-thread array)" : "replicated";
         l.fixedAt = buf->loc;
       } else {
         l = byGroup.at(root);
@@ -452,8 +508,7 @@ private:
         gemm(*g, s.loc);
       } else if (auto *r = std::get_if<tile::Reduce>(&s.op)) {
         if (onChip(r->dst.buffer)) {
-          replicate(r->dst.buffer->id,
-                    fmt::format("reduction at line {}", s.loc.line), s.loc);
+          replicate(r->dst.buffer->id, fmt::format("reduction at line {}", s.loc.line), s.loc);
           if (onChip(r->src.buffer))
             reduces_.push_back({r->src.buffer, r->dst.buffer, r->dim, s.loc});
         }
@@ -466,19 +521,27 @@ private:
     if (!onChip(c))
       return;
     std::vector<int64_t> shape = constShape(c->shape);
-    auto grid = gemmWarpGrid(shape[0], shape[1], k_.threads, g.policy);
-    if (auto *err = std::get_if<std::string>(&grid)) {
-      gemmErrors_.push_back({loc, *err});
-      return;
-    }
     FragmentLayout l;
     l.kind = FragmentLayout::Kind::MmaAccumulator;
     l.shape = shape;
     l.threads = k_.threads;
     l.vector = 2;
-    l.warpsM = std::get<WarpGrid>(grid).warpsM;
-    l.warpsN = std::get<WarpGrid>(grid).warpsN;
-    l.fixedBy = fmt::format("gemm at line {} (accumulator '{}')", loc.line, c->name);
+    std::optional<WgmmaPlan> wg = opts_.wgmma ? planWgmma(g, k_.threads) : std::nullopt;
+    if (wg) {
+      l.warpgroup = true;
+      l.warpsM = 4 * wg->groupsM;
+      l.warpsN = wg->groupsN;
+    } else {
+      auto grid = gemmWarpGrid(shape[0], shape[1], k_.threads, g.policy);
+      if (auto *err = std::get_if<std::string>(&grid)) {
+        gemmErrors_.push_back({loc, *err});
+        return;
+      }
+      l.warpsM = std::get<WarpGrid>(grid).warpsM;
+      l.warpsN = std::get<WarpGrid>(grid).warpsN;
+    }
+    l.fixedBy = fmt::format("gemm at line {} (accumulator '{}', {})", loc.line, c->name,
+                            wg ? "wgmma" : "mma.sync");
     l.fixedAt = loc;
     strict_.push_back({c, l});
   }
@@ -508,6 +571,7 @@ private:
 
   const tile::Kernel &k_;
   DiagnosticEngine &diags_;
+  InferenceOptions opts_;
   Groups groups_;
   std::map<int, GroupFacts> facts_;
   std::map<int, tile::BufferPtr> byId_;
@@ -524,8 +588,8 @@ private:
 } // namespace
 
 bool inferFragmentLayouts(const tile::Kernel &k, DiagnosticEngine &diags,
-                          std::map<int, FragmentLayout> &out) {
-  return Inference(k, diags).run(out);
+                          const InferenceOptions &opts, std::map<int, FragmentLayout> &out) {
+  return Inference(k, diags, opts).run(out);
 }
 
 } // namespace tilec::analysis

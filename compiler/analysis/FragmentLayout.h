@@ -17,6 +17,12 @@
 //    form a warpsM x warpsN grid (warp w at (w / warpsN, w % warpsN)), each owning a
 //    (M / warpsM) x (N / warpsN) tile of m16n8 blocks; in a block, lane (4g + t) holds
 //    (g, 2t), (g, 2t+1), (g+8, 2t), (g+8, 2t+1). Slot ((mi * NI + ni) * 4 + i).
+//    With `warpgroup` set it is the accumulator of wgmma m64nNk16 instead: warps come in
+//    warpgroups of 4, the warpgroups form a (warpsM / 4) x warpsN grid (warpgroup j at
+//    (j / warpsN, j % warpsN)), and warp i of a warpgroup owns rows 16i..16i+15 of each of the
+//    warpgroup's 64-row tiles. Within a warp's 16 rows the registers are those of mma.sync, so
+//    slots, MmaRows and the accumulator-to-A repacking stay the same; only which rows a warp
+//    holds changes (warpRow, warpCol, tileRow below).
 //  - MmaRows (1-D (M,)): one value per accumulator row, held by every thread that holds part of
 //    that row (the 4 lanes of a quad in each of the warpsN warps of its warp row): slot
 //    (mi * 2 + h) is row wM * WM + mi * 16 + g + 8h. The result of reducing an MmaAccumulator
@@ -34,8 +40,8 @@
 
 #include <map>
 #include <optional>
-#include <variant>
 #include <string>
+#include <variant>
 #include <vector>
 
 namespace tilec::analysis {
@@ -46,10 +52,19 @@ struct FragmentLayout {
   std::vector<int64_t> shape;
   int64_t threads = 1;
   int vector = 1;
-  int64_t groups = 1; // G, for RowGroups and GroupReplicated
+  int64_t groups = 1;             // G, for RowGroups and GroupReplicated
   int64_t warpsM = 1, warpsN = 1; // MmaAccumulator warp grid
+  bool warpgroup = false;         // MmaAccumulator/MmaRows: the wgmma arrangement of warps
   int64_t warpTileM() const { return shape[0] / warpsM; }
   int64_t warpTileN() const { return shape[1] / warpsN; } // MmaAccumulator only
+  /// MmaAccumulator/MmaRows: the warp-grid row and column of warp `w`, and the first row of
+  /// the 16-row tile `mi` of warp row `wm`.
+  int64_t warpRow(int64_t w) const { return warpgroup ? (w / 4 / warpsN) * 4 + w % 4 : w / warpsN; }
+  int64_t warpCol(int64_t w) const { return warpgroup ? (w / 4) % warpsN : w % warpsN; }
+  int64_t tileRow(int64_t wm, int64_t mi) const {
+    return warpgroup ? (wm / 4) * 4 * warpTileM() + 64 * mi + 16 * (wm % 4)
+                     : wm * warpTileM() + 16 * mi;
+  }
   /// A layout that holds one value per row of a 2-D parent layout (GroupReplicated, MmaRows).
   bool rowValues() const { return kind == Kind::GroupReplicated || kind == Kind::MmaRows; }
   /// Whether `parent` (a 2-D distributed layout) holds rows the way this row layout does.
@@ -80,7 +95,8 @@ struct FragmentLayout {
   std::optional<int64_t> elementAt(int64_t thread, int64_t slot) const;
   bool sameAs(const FragmentLayout &o) const {
     return kind == o.kind && shape == o.shape && threads == o.threads && vector == o.vector &&
-           groups == o.groups && warpsM == o.warpsM && warpsN == o.warpsN;
+           groups == o.groups && warpsM == o.warpsM && warpsN == o.warpsN &&
+           warpgroup == o.warpgroup;
   }
 };
 
@@ -97,9 +113,23 @@ struct WarpGrid {
 std::variant<WarpGrid, std::string> gemmWarpGrid(int64_t M, int64_t N, int64_t threads,
                                                  tile::GemmPolicy policy);
 
+/// How a gemm runs on wgmma: the warpgroup grid (warpgroups along M and N) and the N of each
+/// instruction. Nullopt when the gemm cannot use wgmma (operand types, shapes that do not split
+/// into 64-row tiles per warpgroup, shared layouts that are not canonical operand layouts).
+struct WgmmaPlan {
+  int64_t groupsM = 1, groupsN = 1;
+  int64_t instrN = 8; // N of one wgmma; the warpgroup's columns are covered by several
+};
+std::optional<WgmmaPlan> planWgmma(const tile::Gemm &g, int64_t threads);
+
+struct InferenceOptions {
+  /// The target has wgmma (sm_90a): gemm accumulators take its layout where the gemm allows.
+  bool wgmma = false;
+};
+
 /// Layouts of every fragment and local buffer of `k`, by buffer id. Reports an error (and
 /// returns false) for a fragment whose layout is not decided by these rules.
 bool inferFragmentLayouts(const tile::Kernel &k, DiagnosticEngine &diags,
-                          std::map<int, FragmentLayout> &out);
+                          const InferenceOptions &opts, std::map<int, FragmentLayout> &out);
 
 } // namespace tilec::analysis

@@ -343,14 +343,19 @@ private:
       smem_ = mod_.getGlobalVariable("tilec_smem");
       if (!smem_) {
         auto *ty = llvm::ArrayType::get(b_.getInt8Ty(), 0);
-        smem_ = new llvm::GlobalVariable(mod_, ty, false, llvm::GlobalValue::ExternalLinkage,
-                                         nullptr, "tilec_smem", nullptr,
-                                         llvm::GlobalValue::NotThreadLocal, 3);
+        smem_ =
+            new llvm::GlobalVariable(mod_, ty, false, llvm::GlobalValue::ExternalLinkage, nullptr,
+                                     "tilec_smem", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
         // 1024 bytes: the period of the 128-byte swizzle, so swizzled tiles start on it.
         smem_->setAlignment(llvm::Align(1024));
       }
     }
     return b_.CreateInBoundsGEP(b_.getInt8Ty(), smem_, expr(byteOffset));
+  }
+
+  void stmt(const thir::FenceProxyAsync &) {
+    auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), false);
+    b_.CreateCall(llvm::InlineAsm::get(fnTy, "fence.proxy.async.shared::cta;", "~{memory}", true));
   }
 
   void stmt(const thir::Barrier &) {
@@ -482,9 +487,11 @@ private:
     if (!isF32)
       v = b_.CreateBitCast(v, b_.getInt32Ty());
     Value *r = math::callIntrinsic(
-        b_, isF32 ? llvm::Intrinsic::nvvm_shfl_sync_bfly_f32 : llvm::Intrinsic::nvvm_shfl_sync_bfly_i32,
-        {}, {b_.getInt32(0xffffffffu), v, b_.getInt32(static_cast<uint32_t>(s.laneMask)),
-             b_.getInt32(0x1f)});
+        b_,
+        isF32 ? llvm::Intrinsic::nvvm_shfl_sync_bfly_f32 : llvm::Intrinsic::nvvm_shfl_sync_bfly_i32,
+        {},
+        {b_.getInt32(0xffffffffu), v, b_.getInt32(static_cast<uint32_t>(s.laneMask)),
+         b_.getInt32(0x1f)});
     return isF32 ? r : b_.CreateBitCast(r, valueType(n.type));
   }
   Value *exprOp(const thir::SharedLoad &l, const Node &n) {
@@ -520,8 +527,8 @@ private:
     auto *f32 = b_.getFloatTy();
     auto *i32 = b_.getInt32Ty();
     auto *retTy = llvm::StructType::get(ctx_, {f32, f32, f32, f32});
-    auto *fnTy = llvm::FunctionType::get(retTy, {i32, i32, i32, i32, i32, i32, f32, f32, f32, f32},
-                                         false);
+    auto *fnTy =
+        llvm::FunctionType::get(retTy, {i32, i32, i32, i32, i32, i32, f32, f32, f32, f32}, false);
     std::string asmText = fmt::format(
         "mma.sync.aligned.m16n8k16.row.col.f32.{0}.{0}.f32 {{$0,$1,$2,$3}}, {{$4,$5,$6,$7}}, "
         "{{$8,$9}}, {{$10,$11,$12,$13}};",
@@ -537,6 +544,72 @@ private:
     Value *r = b_.CreateCall(ia, args);
     Value *out = llvm::PoisonValue::get(valueType(n.type));
     for (unsigned i = 0; i < 4; ++i)
+      out = b_.CreateInsertElement(out, b_.CreateExtractValue(r, i), uint64_t{i});
+    return out;
+  }
+  Value *exprOp(const thir::SharedAddress &a, const Node &) {
+    return b_.CreatePtrToInt(sharedAddress(a.byteOffset), b_.getInt32Ty());
+  }
+  Value *exprOp(const thir::Wgmma &w, const Node &n) {
+    // One asm block from fence to wait (thir::Wgmma): the accumulators are tied operands, so no
+    // code LLVM schedules can read or move them while the wgmmas are in flight.
+    Value *acc = expr(w.acc);
+    unsigned S = static_cast<unsigned>(w.acc->type.lanes);
+    auto *f32 = b_.getFloatTy();
+    std::vector<llvm::Type *> outTys(S, f32), inTys(S, f32);
+    std::vector<Value *> args;
+    std::string constraints;
+    for (unsigned i = 0; i < S; ++i)
+      constraints += fmt::format("{}=f", i ? "," : "");
+    for (unsigned i = 0; i < S; ++i) {
+      constraints += fmt::format(",{}", i);
+      args.push_back(b_.CreateExtractElement(acc, uint64_t{i}));
+    }
+    unsigned next = 2 * S;
+    const char *ty = w.inputType == DType::BFloat16 ? "bf16" : "f16";
+    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(next) +
+                       ", 0;\nwgmma.fence.sync.aligned;\n";
+    constraints += ",r";
+    args.push_back(b_.getInt32(1));
+    inTys.push_back(b_.getInt32Ty());
+    ++next;
+    for (const thir::WgmmaInstr &in : w.instrs) {
+      std::string d;
+      for (int j = 0; j < w.n / 2; ++j)
+        d += fmt::format("{}${}", j ? "," : "", in.accFirst + j);
+      std::string a;
+      Value *av = expr(in.a);
+      if (w.aInRegisters) {
+        for (unsigned j = 0; j < 4; ++j) {
+          a += fmt::format("{}${}", j ? "," : "", next++);
+          constraints += ",r";
+          args.push_back(b_.CreateExtractElement(av, uint64_t{j}));
+          inTys.push_back(b_.getInt32Ty());
+        }
+        a = "{" + a + "}";
+      } else {
+        a = fmt::format("${}", next++);
+        constraints += ",l";
+        args.push_back(av);
+        inTys.push_back(b_.getInt64Ty());
+      }
+      unsigned bIdx = next++;
+      constraints += ",l";
+      args.push_back(expr(in.bDesc));
+      inTys.push_back(b_.getInt64Ty());
+      std::string trans = w.aInRegisters ? fmt::format("{}", int(w.bMnMajor))
+                                         : fmt::format("{}, {}", int(w.aMnMajor), int(w.bMnMajor));
+      text += fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, {}, ${}, p, "
+                          "1, 1, {};\n",
+                          w.n, ty, ty, d, a, bIdx, trans);
+    }
+    text += "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}";
+    constraints += ",~{memory}";
+    auto *retTy = llvm::StructType::get(ctx_, outTys);
+    auto *fnTy = llvm::FunctionType::get(retTy, inTys, false);
+    Value *r = b_.CreateCall(llvm::InlineAsm::get(fnTy, text, constraints, true), args);
+    Value *out = llvm::PoisonValue::get(valueType(n.type));
+    for (unsigned i = 0; i < S; ++i)
       out = b_.CreateInsertElement(out, b_.CreateExtractValue(r, i), uint64_t{i});
     return out;
   }

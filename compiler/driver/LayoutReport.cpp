@@ -50,6 +50,7 @@ ordered_json fragmentLayoutJson(const analysis::FragmentLayout &l, bool full) {
   j["groups"] = l.groups;
   if (l.kind == analysis::FragmentLayout::Kind::MmaAccumulator ||
       l.kind == analysis::FragmentLayout::Kind::MmaRows) {
+    j["instruction"] = l.warpgroup ? "wgmma" : "mma.sync";
     j["warps_m"] = l.warpsM;
     j["warps_n"] = l.warpsN;
   }
@@ -131,25 +132,26 @@ std::string layoutReport(const tile::Program &p, const lower::Lowered &low,
         bj["layout"] = fragmentLayoutJson(rec->layout, opts.full);
         bj["fixed_by"] = where(rec->layout.fixedBy, rec->layout.fixedAt);
       } else if (sh) {
-        ordered_json lj = {{"kind", sh->swizzled ? "swizzled_128B" : "row_major"},
+        const analysis::SharedLayout &sl = sh->layout;
+        ordered_json lj = {{"kind", sl.name()},
                            {"offset", sh->offset},
-                           {"bytes", sh->bytes}};
+                           {"bytes", sl.bytes()},
+                           {"panel_bytes", sl.panelBytes},
+                           {"swizzle_bytes", sl.swizzleBytes}};
         if (opts.full) {
           // Byte offset of every element, from the same rule lowering uses.
           ordered_json offs = ordered_json::array();
-          int64_t eb = dtypeBytes(b->dtype);
-          for (int64_t e = 0; e * eb < sh->bytes; ++e) {
-            int64_t byte = e * eb;
-            if (sh->swizzled)
-              byte ^= ((byte >> 7) & 7) << 4;
-            offs.push_back(sh->offset + byte);
-          }
+          for (int64_t e = 0; e * sl.elementBytes < sl.bytes(); ++e)
+            offs.push_back(sh->offset + sl.elementOffset(e));
           lj["element_offsets"] = offs;
         }
         bj["layout"] = lj;
-        bj["fixed_by"] = where(sh->swizzled ? "free: 128-byte swizzle for conflict-free ldmatrix"
-                                            : "free: row-major",
-                               b->loc);
+        bj["fixed_by"] =
+            where(sl.swizzleBytes == 0 ? "free: row-major"
+                  : sl.wgmmaCanonical()
+                      ? "free: swizzled lines (conflict-free ldmatrix, wgmma and TMA layout)"
+                      : "free: swizzled within 128-byte lines (conflict-free ldmatrix)",
+                  b->loc);
       } else {
         bj["layout"] = {{"kind", "per_thread_register"}};
         bj["fixed_by"] = where(fmt::format("alloc_{}", tile::scopeName(b->scope)), b->loc);

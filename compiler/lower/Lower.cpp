@@ -33,14 +33,13 @@ void collectAccesses(const tile::Expr &e, std::vector<Access> &out) {
       e->op);
 }
 
-
 std::optional<thir::Kernel> KernelLowering::run() {
   out_.name = k_.name;
   out_.threads = static_cast<int>(k_.threads);
   for (const tile::Param &p : k_.params) {
     if (p.kind == tile::ParamKind::Tensor) {
-      out_.params.push_back({p.tensor->name, thir::ParamKind::Tensor, p.tensor->dtype,
-                             dtypeBytes(p.tensor->dtype)});
+      out_.params.push_back(
+          {p.tensor->name, thir::ParamKind::Tensor, p.tensor->dtype, dtypeBytes(p.tensor->dtype)});
     } else {
       int index = static_cast<int>(out_.params.size());
       out_.params.push_back({p.scalar->name, thir::ParamKind::Scalar, p.scalar->dtype, 0});
@@ -144,8 +143,8 @@ Interval KernelLowering::range(const tile::Expr &e) {
     case tile::BinOp::Sub:
       return {clamp(x.lo - y.hi), clamp(x.hi - y.lo)};
     case tile::BinOp::Mul:
-      if (auto c = tile::asConstInt(b->b); c && *c >= 0 && *c < (1 << 30) && x.lo > -big / (1 << 30) &&
-                                            x.hi < big / (1 << 30))
+      if (auto c = tile::asConstInt(b->b);
+          c && *c >= 0 && *c < (1 << 30) && x.lo > -big / (1 << 30) && x.hi < big / (1 << 30))
         return {x.lo * *c, x.hi * *c};
       break;
     default:
@@ -170,8 +169,7 @@ thir::Expr KernelLowering::inBounds(const Access &a, const LaneContext &lc, int 
       conj(thir::binary(thir::BinOp::Ge, idx, thir::constInt(0)));
     if (!shapeConst || r.hi + extra >= *shapeConst) {
       thir::Expr n = thir::cast(lowerExpr(a.buffer->shape[d], {}), Type{DType::Int64});
-      conj(thir::binary(thir::BinOp::Lt, thir::binary(thir::BinOp::Add, idx,
-                                                       thir::constInt(extra)),
+      conj(thir::binary(thir::BinOp::Lt, thir::binary(thir::BinOp::Add, idx, thir::constInt(extra)),
                         n));
     }
   }
@@ -179,7 +177,7 @@ thir::Expr KernelLowering::inBounds(const Access &a, const LaneContext &lc, int 
 }
 
 thir::Expr KernelLowering::offset(const tile::BufferPtr &buf, const std::vector<tile::Expr> &idx,
-                  const LaneContext &lc) {
+                                  const LaneContext &lc) {
   thir::Expr off;
   for (size_t d = 0; d < idx.size(); ++d) {
     thir::Expr i = lowerExpr(idx[d], lc, /*scalarIndex=*/true);
@@ -257,8 +255,7 @@ thir::Expr KernelLowering::lowerExpr(const tile::Expr &e, const LaneContext &lc,
           int lanes = std::max(a->type.lanes, b->type.lanes);
           return thir::binary(mapBinOp(op.op), widen(a, lanes), widen(b, lanes));
         } else if constexpr (std::is_same_v<T, tile::Select>) {
-          thir::Expr cnd = lowerExpr(op.cond, c), a = lowerExpr(op.a, c),
-                     b = lowerExpr(op.b, c);
+          thir::Expr cnd = lowerExpr(op.cond, c), a = lowerExpr(op.a, c), b = lowerExpr(op.b, c);
           if (!cnd || !a || !b)
             return nullptr;
           int lanes = std::max({cnd->type.lanes, a->type.lanes, b->type.lanes});
@@ -271,7 +268,8 @@ thir::Expr KernelLowering::lowerExpr(const tile::Expr &e, const LaneContext &lc,
       e->op);
 }
 
-thir::Expr KernelLowering::lowerLoad(const tile::Expr &e, const tile::Load &op, const LaneContext &lc) {
+thir::Expr KernelLowering::lowerLoad(const tile::Expr &e, const tile::Load &op,
+                                     const LaneContext &lc) {
   const tile::BufferPtr &buf = op.buffer;
   if (buf->scope == tile::Scope::Var) {
     auto it = varBuffers_.find(buf->id);
@@ -283,8 +281,8 @@ thir::Expr KernelLowering::lowerLoad(const tile::Expr &e, const tile::Load &op, 
     return thir::extractLane(thir::var(it->second.first, it->second.second),
                              static_cast<int>(currentLane_));
   if (buf->scope != tile::Scope::Global) {
-    unsupported(e->loc, fmt::format("reading {} buffer '{}'", tile::scopeName(buf->scope),
-                                    buf->name));
+    unsupported(e->loc,
+                fmt::format("reading {} buffer '{}'", tile::scopeName(buf->scope), buf->name));
     return nullptr;
   }
   int param = buf->paramIndex;
@@ -305,8 +303,8 @@ thir::Expr KernelLowering::lowerLoad(const tile::Expr &e, const tile::Load &op, 
   // Out-of-bounds loads read element 0 (always valid: dims are positive) and yield 0.
   thir::Expr safe = thir::select(ok, off, thir::constInt(0));
   thir::Expr v = thir::globalLoad(param, safe, Type{buf->dtype}, dtypeBytes(buf->dtype));
-  thir::Expr zero = isFloat(buf->dtype) ? thir::constFloat(0.0, buf->dtype)
-                                        : thir::constInt(0, buf->dtype);
+  thir::Expr zero =
+      isFloat(buf->dtype) ? thir::constFloat(0.0, buf->dtype) : thir::constInt(0, buf->dtype);
   return thir::select(ok, v, zero);
 }
 
@@ -389,16 +387,17 @@ void KernelLowering::lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneC
     return lowerUseSwizzle(s, *u, out);
   if (std::holds_alternative<tile::AnnotateLayout>(s.op))
     return; // every shared tile of 128-byte lines is swizzled already
-  static constexpr const char *names[] = {"let", "store", "copy", "fill", "gemm", "reduce",
-                                          "cumsum", "atomic_add", "for", "if", "use_swizzle",
-                                          "annotate_layout", "print"};
+  static constexpr const char *names[] = {"let",  "store",  "copy",        "fill",
+                                          "gemm", "reduce", "cumsum",      "atomic_add",
+                                          "for",  "if",     "use_swizzle", "annotate_layout",
+                                          "print"};
   unsupported(s.loc, fmt::format("'{}' (tile operations on shared and fragment buffers come "
                                  "with layout inference)",
                                  names[s.op.index()]));
 }
 
 void KernelLowering::lowerStore(const tile::Stmt &s, const tile::Store &st, thir::Body &out,
-                const LaneContext &lc) {
+                                const LaneContext &lc) {
   const tile::BufferPtr &buf = st.buffer;
   if (buf->scope == tile::Scope::Var) {
     thir::Expr v = lowerExpr(st.value, {});
@@ -417,8 +416,8 @@ void KernelLowering::lowerStore(const tile::Stmt &s, const tile::Store &st, thir
     return;
   }
   if (buf->scope != tile::Scope::Global) {
-    unsupported(s.loc, fmt::format("writing {} buffer '{}'", tile::scopeName(buf->scope),
-                                   buf->name));
+    unsupported(s.loc,
+                fmt::format("writing {} buffer '{}'", tile::scopeName(buf->scope), buf->name));
     return;
   }
   thir::Expr off = offset(buf, st.indices, lc);
@@ -429,9 +428,8 @@ void KernelLowering::lowerStore(const tile::Stmt &s, const tile::Store &st, thir
   if (vec) {
     int align = lc.lanes * dtypeBytes(buf->dtype);
     noteAlign(buf->paramIndex, align);
-    out.push_back({thir::GlobalStore{buf->paramIndex, off,
-                                     thir::cast(widen(v, lc.lanes), Type{buf->dtype, lc.lanes}),
-                                     align}});
+    out.push_back({thir::GlobalStore{
+        buf->paramIndex, off, thir::cast(widen(v, lc.lanes), Type{buf->dtype, lc.lanes}), align}});
     return;
   }
   thir::GlobalStore gs{buf->paramIndex, off, thir::cast(v, Type{buf->dtype}),
@@ -447,7 +445,8 @@ void KernelLowering::lowerStore(const tile::Stmt &s, const tile::Store &st, thir
   out.push_back({std::move(guard)});
 }
 
-bool KernelLowering::dependsOnLanesIndex(const std::vector<tile::Expr> &idx, const LaneContext &lc) {
+bool KernelLowering::dependsOnLanesIndex(const std::vector<tile::Expr> &idx,
+                                         const LaneContext &lc) {
   for (const tile::Expr &i : idx)
     if (dependsOnLanes(i, lc))
       return true;
@@ -455,7 +454,7 @@ bool KernelLowering::dependsOnLanesIndex(const std::vector<tile::Expr> &idx, con
 }
 
 void KernelLowering::lowerSerial(const tile::Stmt &s, const tile::For &f, thir::Body &out,
-                 const LaneContext &lc) {
+                                 const LaneContext &lc) {
   if (lc.lanes > 1) {
     unsupported(s.loc, "a loop inside a vectorized Parallel body");
     return;
@@ -517,18 +516,18 @@ void KernelLowering::lowerParallel(const tile::Stmt &s, const tile::For &f, thir
   loop.step = thir::constInt(1, DType::Int32);
   loop.unroll = steps <= 8;
   thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
-  thir::Expr chunk = thir::binary(
-      thir::BinOp::Add,
-      thir::binary(thir::BinOp::Mul, thir::var(stepVar, Type{DType::Int32}),
-                   thir::constInt(plan.threads, DType::Int32)),
-      tid);
+  thir::Expr chunk =
+      thir::binary(thir::BinOp::Add,
+                   thir::binary(thir::BinOp::Mul, thir::var(stepVar, Type{DType::Int32}),
+                                thir::constInt(plan.threads, DType::Int32)),
+                   tid);
   thir::Expr flat = thir::binary(thir::BinOp::Mul, chunk, thir::constInt(v, DType::Int32));
   thir::Body *body = &loop.body;
   thir::IfStmt tailGuard;
   bool guarded = plan.chunks() % plan.threads != 0;
   if (guarded) {
-    tailGuard.cond = thir::binary(thir::BinOp::Lt, chunk,
-                                  thir::constInt(plan.chunks(), DType::Int32));
+    tailGuard.cond =
+        thir::binary(thir::BinOp::Lt, chunk, thir::constInt(plan.chunks(), DType::Int32));
     body = &tailGuard.then;
   }
   // Loop variables from the flat index, row-major.
@@ -563,8 +562,7 @@ void KernelLowering::lowerParallel(const tile::Stmt &s, const tile::For &f, thir
         conj(inb);
       if (moves && a.indices.size() > 1) {
         thir::Expr off = offset(a.buffer, a.indices, lc);
-        conj(thir::binary(thir::BinOp::Eq,
-                          thir::binary(thir::BinOp::Mod, off, thir::constInt(v)),
+        conj(thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, off, thir::constInt(v)),
                           thir::constInt(0)));
       }
     }
@@ -635,7 +633,7 @@ std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &di
   bool ok = true;
   for (const tile::Kernel &k : p.kernels) {
     KernelLowering kl(k, diags, opts);
-    if (!analysis::inferFragmentLayouts(k, diags, kl.fragmentLayouts_)) {
+    if (!analysis::inferFragmentLayouts(k, diags, {opts.arch == "sm_90a"}, kl.fragmentLayouts_)) {
       ok = false;
       continue;
     }
@@ -647,7 +645,7 @@ std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &di
     result.dynamicSharedBytes[k.name] = lowered->dynamicSharedBytes;
     m.kernels.push_back(std::move(*lowered));
     for (const auto &[id, sb] : kl.shared_)
-      result.shared.push_back({k.name, id, sb.offset, sb.bytes, sb.swizzled});
+      result.shared.push_back({k.name, id, sb.offset, sb.layout});
     for (auto &[loc, layout] : kl.layouts_)
       result.parallelLoops.push_back({k.name, loc, layout});
     for (auto &[id, layout] : kl.fragmentLayouts_)

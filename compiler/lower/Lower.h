@@ -4,6 +4,7 @@
 
 #include "analysis/FragmentLayout.h"
 #include "analysis/ParallelLayout.h"
+#include "analysis/SharedLayout.h"
 #include "support/Diagnostics.h"
 #include "threadir/ThreadIR.h"
 #include "tileir/TileIR.h"
@@ -31,15 +32,13 @@ struct FragmentRecord {
   analysis::FragmentLayout layout;
 };
 
-/// Where a shared buffer lives: `offset` bytes into dynamic shared memory; element e (row-major
-/// flat index) at byte offset + swizzle(e * elementBytes), where swizzle XORs byte bits 4-6 with
-/// bits 7-9 when `swizzled`.
+/// Where a shared buffer lives: `offset` bytes into dynamic shared memory (1024-aligned), its
+/// elements placed by `layout`.
 struct SharedRecord {
   std::string kernel;
   int bufferId;
   int64_t offset = 0;
-  int64_t bytes = 0;
-  bool swizzled = false;
+  analysis::SharedLayout layout;
 };
 
 struct Lowered {

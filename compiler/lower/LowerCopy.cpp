@@ -14,9 +14,6 @@ namespace {
 
 using analysis::FragmentLayout;
 
-
-
-
 std::vector<int64_t> constShape(const tile::BufferPtr &b) {
   std::vector<int64_t> s;
   for (const tile::Expr &e : b->shape)
@@ -45,8 +42,8 @@ KernelLowering::TileEnd KernelLowering::fragmentEnd(const tile::BufferPtr &b) {
   e.dtype = b->dtype;
   e.read = [this, b](const ChunkRef &c, int64_t lane) { return slotVar(b, c.slot0 + lane); };
   e.write = [this, b](const ChunkRef &c, int64_t lane, thir::Expr v, thir::Body &body) {
-    body.push_back({thir::AssignVar{slotVars_.at(b->id).at(c.slot0 + lane),
-                                    thir::cast(v, Type{b->dtype})}});
+    body.push_back(
+        {thir::AssignVar{slotVars_.at(b->id).at(c.slot0 + lane), thir::cast(v, Type{b->dtype})}});
   };
   return e;
 }
@@ -81,17 +78,17 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
   // Synthetic variables walk the tile's elements; the global indices follow the region.
   std::vector<tile::VarPtr> walker;
   for (size_t d = 0; d < l.shape.size(); ++d)
-    walker.push_back(std::make_shared<tile::Var>(tile::Var{-1000 - static_cast<int>(d),
-                                                           fmt::format("e{}", d), DType::Int32,
-                                                           tile::VarKind::LoopVar, s.loc, 0}));
+    walker.push_back(
+        std::make_shared<tile::Var>(tile::Var{-1000 - static_cast<int>(d), fmt::format("e{}", d),
+                                              DType::Int32, tile::VarKind::LoopVar, s.loc, 0}));
   std::vector<tile::Expr> globalIdx;
   size_t k = 0;
   for (const tile::RegionDim &d : glob.dims) {
     if (d.dropped)
       globalIdx.push_back(d.begin);
     else
-      globalIdx.push_back(tile::makeBinary(tile::BinOp::Add, d.begin,
-                                           tile::varRef(walker.at(k++), s.loc)));
+      globalIdx.push_back(
+          tile::makeBinary(tile::BinOp::Add, d.begin, tile::varRef(walker.at(k++), s.loc)));
   }
   const tile::BufferPtr &gbuf = glob.buffer;
   int gparam = gbuf->paramIndex;
@@ -107,12 +104,8 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
     // Lane 0 of each quad in the first warp of the warp row.
     writer = thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(4)), i32(0));
     if (l.warpsN > 1)
-      writer = thir::binary(
-          thir::BinOp::And, writer,
-          thir::binary(thir::BinOp::Eq,
-                       thir::binary(thir::BinOp::Mod, thir::binary(thir::BinOp::FloorDiv, tid, i32(32)),
-                                    i32(l.warpsN)),
-                       i32(0)));
+      writer = thir::binary(thir::BinOp::And, writer,
+                            thir::binary(thir::BinOp::Eq, mmaWarp(l).col, i32(0)));
   }
   auto element = [&](const ChunkRef &c, int64_t lane, thir::Body &body) {
     thir::Expr off = offset(gbuf, globalIdx, {});
@@ -163,9 +156,9 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
       thir::Expr ok = inBounds({gbuf, globalIdx}, {}, static_cast<int>(v - 1));
       if (!off || !ok)
         return;
-      thir::Expr aligned = thir::binary(
-          thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, off, thir::constInt(v)),
-          thir::constInt(0));
+      thir::Expr aligned =
+          thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, off, thir::constInt(v)),
+                       thir::constInt(0));
       int align = static_cast<int>(v) * gbytes;
       noteAlign(gparam, align);
       thir::IfStmt split;
@@ -215,9 +208,9 @@ void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::B
   bool srcShared = scope(src) == tile::Scope::Shared, dstShared = scope(dst) == tile::Scope::Shared;
   bool srcGlobal = scope(src) == tile::Scope::Global, dstGlobal = scope(dst) == tile::Scope::Global;
   auto refuse = [&](const std::string &why) {
-    unsupported(s.loc, fmt::format("copy from {} '{}' to {} '{}'{}", tile::scopeName(scope(src)),
-                                   src.buffer->name, tile::scopeName(scope(dst)), dst.buffer->name,
-                                   why));
+    unsupported(s.loc,
+                fmt::format("copy from {} '{}' to {} '{}'{}", tile::scopeName(scope(src)),
+                            src.buffer->name, tile::scopeName(scope(dst)), dst.buffer->name, why));
   };
   const tile::Region &tileSide = (srcGlobal ? dst : src);
   if (!srcGlobal && !dstGlobal) {

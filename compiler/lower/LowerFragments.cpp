@@ -18,9 +18,6 @@ namespace {
 
 using analysis::FragmentLayout;
 
-
-
-
 void collectBuffers(const tile::Expr &e, std::vector<tile::BufferPtr> &out) {
   std::visit(
       [&](const auto &op) {
@@ -62,7 +59,6 @@ void collectBuffers(const tile::Body &b, std::vector<tile::BufferPtr> &out) {
   }
 }
 
-
 struct ReduceOp {
   thir::BinOp combine;
   double identity;
@@ -87,6 +83,37 @@ ReduceOp reduceOp(tile::ReduceKind k) {
 }
 
 } // namespace
+
+MmaWarp mmaWarp(const FragmentLayout &l) {
+  thir::Expr warp =
+      thir::binary(thir::BinOp::FloorDiv, thir::special(thir::Special::ThreadIdxX), i32(32));
+  auto div = [](thir::Expr a, int64_t b) {
+    return b == 1 ? a : thir::binary(thir::BinOp::FloorDiv, a, i32(b));
+  };
+  auto mod = [](thir::Expr a, int64_t b) {
+    return b == 1 ? i32(0) : thir::binary(thir::BinOp::Mod, a, i32(b));
+  };
+  if (!l.warpgroup)
+    return {div(warp, l.warpsN), mod(warp, l.warpsN)};
+  thir::Expr group = div(warp, 4);
+  return {thir::binary(thir::BinOp::Add,
+                       thir::binary(thir::BinOp::Mul, div(group, l.warpsN), i32(4)), mod(warp, 4)),
+          mod(group, l.warpsN)};
+}
+
+thir::Expr mmaTileRow(const FragmentLayout &l, thir::Expr wm, int64_t mi) {
+  if (!l.warpgroup)
+    return thir::binary(thir::BinOp::Add, thir::binary(thir::BinOp::Mul, wm, i32(l.warpTileM())),
+                        i32(16 * mi));
+  // (wm / 4) * 4 * WM + 16 * (wm % 4) + 64 * mi
+  thir::Expr group = thir::binary(thir::BinOp::FloorDiv, wm, i32(4));
+  thir::Expr inGroup = thir::binary(thir::BinOp::Mod, wm, i32(4));
+  return thir::binary(thir::BinOp::Add,
+                      thir::binary(thir::BinOp::Add,
+                                   thir::binary(thir::BinOp::Mul, group, i32(4 * l.warpTileM())),
+                                   thir::binary(thir::BinOp::Mul, inGroup, i32(16))),
+                      i32(64 * mi));
+}
 
 bool KernelLowering::isOnChip(const tile::BufferPtr &b) const {
   return b->scope == tile::Scope::Fragment || b->scope == tile::Scope::Local;
@@ -166,11 +193,11 @@ bool KernelLowering::verifyFragmentLowering() {
             flat = f;
           }
           if (flat != l.elementAt(t, slot))
-            return fail(fmt::format("thread {} slot {}: lowering uses element {}, the layout "
-                                    "says {}",
-                                    t, slot, flat ? std::to_string(*flat) : "none",
-                                    l.elementAt(t, slot) ? std::to_string(*l.elementAt(t, slot))
-                                                         : "none"));
+            return fail(
+                fmt::format("thread {} slot {}: lowering uses element {}, the layout "
+                            "says {}",
+                            t, slot, flat ? std::to_string(*flat) : "none",
+                            l.elementAt(t, slot) ? std::to_string(*l.elementAt(t, slot)) : "none"));
         }
       }
       if (std::find(seen.begin(), seen.end(), false) != seen.end())
@@ -309,61 +336,39 @@ std::vector<ChunkRef> KernelLowering::chunksOf(const FragmentLayout &l) {
     }
     break;
   }
-  case FragmentLayout::Kind::MmaAccumulator: {
-    int64_t WM = l.warpTileM(), WN = l.warpTileN(), NI = WN / 8;
-    thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(32));
+  case FragmentLayout::Kind::MmaAccumulator:
+  case FragmentLayout::Kind::MmaRows: {
+    bool acc = l.kind == FragmentLayout::Kind::MmaAccumulator;
+    int64_t WN = acc ? l.warpTileN() : 8, NI = WN / 8;
     thir::Expr lane = thir::binary(thir::BinOp::Mod, tid, i32(32));
     thir::Expr g = thir::binary(thir::BinOp::FloorDiv, lane, i32(4));
     thir::Expr t4 = thir::binary(thir::BinOp::Mod, lane, i32(4));
-    thir::Expr rowBase =
-        thir::binary(thir::BinOp::Add,
-                     thir::binary(thir::BinOp::Mul,
-                                  l.warpsN == 1 ? warp
-                                                : thir::binary(thir::BinOp::FloorDiv, warp,
-                                                               i32(l.warpsN)),
-                                  i32(WM)),
-                     g);
-    thir::Expr colBase = thir::binary(
-        thir::BinOp::Add,
-        thir::binary(thir::BinOp::Mul,
-                     l.warpsN == 1 ? i32(0) : thir::binary(thir::BinOp::Mod, warp, i32(l.warpsN)),
-                     i32(WN)),
-        thir::binary(thir::BinOp::Mul, t4, i32(2)));
-    for (int64_t mi = 0; mi < WM / 16; ++mi)
+    MmaWarp w = mmaWarp(l);
+    thir::Expr colBase =
+        thir::binary(thir::BinOp::Add, thir::binary(thir::BinOp::Mul, w.col, i32(WN)),
+                     thir::binary(thir::BinOp::Mul, t4, i32(2)));
+    for (int64_t mi = 0; mi < l.warpTileM() / 16; ++mi) {
+      // The rows tile mi covers over all warp rows, for the range analysis.
+      int64_t lo = l.tileRow(0, mi), hi = lo;
+      for (int64_t wm = 0; wm < l.warpsM; ++wm) {
+        lo = std::min(lo, l.tileRow(wm, mi));
+        hi = std::max(hi, l.tileRow(wm, mi));
+      }
+      thir::Expr row = thir::binary(thir::BinOp::Add, mmaTileRow(l, w.row, mi), g);
       for (int64_t ni = 0; ni < NI; ++ni)
         for (int64_t h = 0; h < 2; ++h) {
           ChunkRef c;
-          c.slot0 = (mi * NI + ni) * 4 + 2 * h;
+          c.slot0 = acc ? (mi * NI + ni) * 4 + 2 * h : mi * 2 + h;
           c.rowIter = mi * 2 + h;
-          c.index = {thir::binary(thir::BinOp::Add, rowBase, i32(mi * 16 + 8 * h)),
-                     thir::binary(thir::BinOp::Add, colBase, i32(ni * 8))};
-          c.range = {Interval{mi * 16 + 8 * h, (l.warpsM - 1) * WM + mi * 16 + 8 * h + 7},
-                     Interval{ni * 8, (l.warpsN - 1) * WN + ni * 8 + 6}};
+          c.index = {thir::binary(thir::BinOp::Add, row, i32(8 * h))};
+          c.range = {Interval{lo + 8 * h, hi + 8 * h + 7}};
+          if (acc) {
+            c.index.push_back(thir::binary(thir::BinOp::Add, colBase, i32(ni * 8)));
+            c.range.push_back(Interval{ni * 8, (l.warpsN - 1) * WN + ni * 8 + 6});
+          }
           out.push_back(std::move(c));
         }
-    break;
-  }
-  case FragmentLayout::Kind::MmaRows: {
-    int64_t WM = l.warpTileM();
-    thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(32));
-    thir::Expr g = thir::binary(thir::BinOp::FloorDiv, thir::binary(thir::BinOp::Mod, tid, i32(32)),
-                                i32(4));
-    thir::Expr rowBase = thir::binary(
-        thir::BinOp::Add,
-        thir::binary(thir::BinOp::Mul,
-                     l.warpsN == 1 ? warp
-                                   : thir::binary(thir::BinOp::FloorDiv, warp, i32(l.warpsN)),
-                     i32(WM)),
-        g);
-    for (int64_t mi = 0; mi < WM / 16; ++mi)
-      for (int64_t h = 0; h < 2; ++h) {
-        ChunkRef c;
-        c.slot0 = mi * 2 + h;
-        c.rowIter = mi * 2 + h;
-        c.index = {thir::binary(thir::BinOp::Add, rowBase, i32(mi * 16 + 8 * h))};
-        c.range = {Interval{mi * 16 + 8 * h, (l.warpsM - 1) * WM + mi * 16 + 8 * h + 7}};
-        out.push_back(std::move(c));
-      }
+    }
     break;
   }
   case FragmentLayout::Kind::GroupReplicated: {
@@ -635,9 +640,9 @@ void KernelLowering::preloadChunk(const tile::For &f, const ChunkRef &c, int vec
         moves = true;
       } else {
         ok = ok && !analysis::mentions(term.second, inner);
-        rest = tile::makeBinary(tile::BinOp::Add, rest,
-                                tile::makeBinary(tile::BinOp::Mul, term.second,
-                                                 tile::intImm(term.first)));
+        rest = tile::makeBinary(
+            tile::BinOp::Add, rest,
+            tile::makeBinary(tile::BinOp::Mul, term.second, tile::intImm(term.first)));
       }
     }
     // Lane 0's loop variable is a multiple of the vector width by construction of the layout;
@@ -752,8 +757,10 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
     for (int64_t i = 0; i < nPartial; ++i)
       for (int64_t mask = laneSpan / 2; mask >= 1; mask /= 2)
         combine(i, thir::shflXor(pvar(i), static_cast<int>(mask)));
-    // Warps that share a row are consecutive: `warps` of them from `firstWarp`.
+    // Warps that share a row: `warps` of them from `firstWarp`, `warpStride` apart (the
+    // warpgroups of a wgmma warp row hold its rows in their warps of the same rank).
     int64_t warps = mma ? ls.warpsN : (grouped ? ls.groupThreads() : ls.threads) / 32;
+    int64_t warpStride = mma && ls.warpgroup ? 4 : 1;
     if (warps > 1) {
       int bytes = dtypeBytes(acc);
       thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
@@ -784,17 +791,22 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
       out.push_back({thir::Barrier{}});
       out.push_back({std::move(leader)});
       out.push_back({thir::Barrier{}});
+      int64_t span = warps * warpStride;
       thir::Expr firstWarp =
-          warps == totalWarps
+          span == totalWarps
               ? i32(0)
-              : thir::binary(thir::BinOp::Mul, thir::binary(thir::BinOp::FloorDiv, warp, i32(warps)),
-                             i32(warps));
+              : thir::binary(thir::BinOp::Mul, thir::binary(thir::BinOp::FloorDiv, warp, i32(span)),
+                             i32(span));
+      if (warpStride > 1)
+        firstWarp = thir::binary(thir::BinOp::Add, firstWarp,
+                                 thir::binary(thir::BinOp::Mod, warp, i32(warpStride)));
       for (int64_t i = 0; i < nPartial; ++i) {
         out.push_back({thir::AssignVar{partial[i], identity}});
         for (int64_t w = 0; w < warps; ++w)
-          combine(i, thir::sharedLoad(
-                         entryOffset(thir::binary(thir::BinOp::Add, firstWarp, i32(w)), i),
-                         Type{acc}));
+          combine(
+              i, thir::sharedLoad(
+                     entryOffset(thir::binary(thir::BinOp::Add, firstWarp, i32(w * warpStride)), i),
+                     Type{acc}));
       }
     }
   }
@@ -802,7 +814,8 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
     thir::Expr result = pvar(i);
     if (!r.clear)
       result = thir::binary(op.combine, thir::cast(slotVar(dst, i), Type{acc}), result);
-    out.push_back({thir::AssignVar{slotVars_.at(dst->id).at(i), thir::cast(result, Type{dst->dtype})}});
+    out.push_back(
+        {thir::AssignVar{slotVars_.at(dst->id).at(i), thir::cast(result, Type{dst->dtype})}});
   }
 }
 

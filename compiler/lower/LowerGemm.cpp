@@ -28,7 +28,6 @@ int64_t sharedLimit(const std::string &arch) {
   return 101376; // sm_86, sm_89
 }
 
-
 } // namespace
 
 bool KernelLowering::planShared() {
@@ -37,16 +36,12 @@ bool KernelLowering::planShared() {
     if (b->scope != tile::Scope::Shared)
       continue;
     SharedBuffer sb;
-    int64_t elems = 1;
+    std::vector<int64_t> shape;
     for (const tile::Expr &d : b->shape)
-      elems *= *tile::asConstInt(d);
-    sb.bytes = elems * dtypeBytes(b->dtype);
-    int64_t rowBytes = *tile::asConstInt(b->shape.back()) * dtypeBytes(b->dtype);
-    // 16-byte chunks of 128-byte lines are permuted so that the 8 rows one ldmatrix (or a
-    // column of 16-byte stores) touches fall in 8 different bank groups.
-    sb.swizzled = b->shape.size() >= 2 && rowBytes % 16 == 0 && sb.bytes % 128 == 0;
+      shape.push_back(*tile::asConstInt(d));
+    sb.layout = analysis::chooseSharedLayout(shape, dtypeBytes(b->dtype));
     sb.offset = alignUp(offset, 1024);
-    offset = sb.offset + sb.bytes;
+    offset = sb.offset + sb.layout.bytes();
     shared_[b->id] = sb;
   }
   scratchBase_ = alignUp(offset, 16);
@@ -57,16 +52,26 @@ bool KernelLowering::planShared() {
 thir::Expr KernelLowering::sharedOffset(const tile::BufferPtr &b,
                                         const std::vector<thir::Expr> &index) {
   const SharedBuffer &sb = shared_.at(b->id);
-  thir::Expr lin;
-  for (size_t d = 0; d < index.size(); ++d)
-    lin = lin ? add(mul(lin, *tile::asConstInt(b->shape[d])), index[d]) : index[d];
-  thir::Expr bytes = mul(lin, dtypeBytes(b->dtype));
-  if (sb.swizzled) {
-    // Swizzle<3,4,3>: byte bits 4-6 ^= bits 7-9 (the 128-byte swizzle of TMA and wgmma).
-    thir::Expr line = thir::binary(thir::BinOp::BitAnd,
-                                   thir::binary(thir::BinOp::Shr, bytes, i32(7)), i32(7));
-    bytes = thir::binary(thir::BinOp::BitXor, bytes,
-                         thir::binary(thir::BinOp::Shl, line, i32(4)));
+  const analysis::SharedLayout &l = sb.layout;
+  // Row (all but the last index, row-major) and byte within the row.
+  thir::Expr row;
+  for (size_t d = 0; d + 1 < index.size(); ++d)
+    row = row ? add(mul(row, *tile::asConstInt(b->shape[d])), index[d]) : index[d];
+  thir::Expr colByte = mul(index.back(), l.elementBytes);
+  thir::Expr bytes;
+  if (!l.panelled()) {
+    bytes = row ? add(mul(row, l.rowBytes), colByte) : colByte;
+  } else {
+    thir::Expr panel = div(colByte, l.panelBytes);
+    bytes = add(add(mul(panel, l.rows * l.panelBytes), mul(row, l.panelBytes)),
+                mod(colByte, l.panelBytes));
+  }
+  if (l.swizzleBytes != 0) {
+    // Byte bits 4.. ^= bits 7.. (the swizzle of TMA and wgmma, analysis/SharedLayout.h).
+    thir::Expr line =
+        thir::binary(thir::BinOp::BitAnd, thir::binary(thir::BinOp::Shr, bytes, i32(7)),
+                     i32(l.swizzleBytes / 16 - 1));
+    bytes = thir::binary(thir::BinOp::BitXor, bytes, thir::binary(thir::BinOp::Shl, line, i32(4)));
   }
   return add(bytes, i32(sb.offset));
 }
@@ -108,6 +113,8 @@ void KernelLowering::forgetSharedState() {
 
 void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out) {
   const tile::BufferPtr &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
+  if (isOnChip(C) && fragmentLayouts_.at(C->id).warpgroup)
+    return lowerGemmWgmma(s, g, out);
   const FragmentLayout *la = nullptr;
   if (A->scope != tile::Scope::Shared) {
     // A in registers: its accumulator layout must give each warp the rows of C it computes and
@@ -115,8 +122,9 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
     const FragmentLayout &lcc = fragmentLayouts_.at(C->id);
     la = isOnChip(A) ? &fragmentLayouts_.at(A->id) : nullptr;
     if (!la || la->kind != FragmentLayout::Kind::MmaAccumulator || la->warpsN != 1 ||
-        lcc.kind != FragmentLayout::Kind::MmaAccumulator || la->warpsM != lcc.warpsM ||
-        la->shape[0] != lcc.shape[0] || g.transA || la->warpTileN() % 16 != 0) {
+        la->warpgroup || lcc.kind != FragmentLayout::Kind::MmaAccumulator ||
+        la->warpsM != lcc.warpsM || la->shape[0] != lcc.shape[0] || g.transA ||
+        la->warpTileN() % 16 != 0) {
       unsupported(s.loc, fmt::format("gemm with A ('{}') in registers laid out as {} (it must be "
                                      "an mma accumulator whose warps each hold whole rows, the "
                                      "rows of C they compute); copy it to shared memory first",
@@ -176,31 +184,34 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
       };
       int64_t t0 = (mi * niA + 2 * kk) * 4, t1 = (mi * niA + 2 * kk + 1) * 4;
       aVar.push_back(nextVar_++);
-      out.push_back({thir::DeclVar{aVar.back(), x4,
-                                   thir::makeVector({pack(t0), pack(t0 + 2), pack(t1),
-                                                     pack(t1 + 2)})}});
+      out.push_back({thir::DeclVar{
+          aVar.back(), x4, thir::makeVector({pack(t0), pack(t0 + 2), pack(t1), pack(t1 + 2)})}});
     }
     for (int64_t mi = 0; !la && mi < MI; ++mi) {
       std::vector<thir::Expr> at;
       bool trans = g.transA;
       if (!g.transA) // A stored M x K: lane L addresses row L % 16, column 8 * (L / 16)
-        at = {add(rowBase, add(i32(mi * 16), mod(lane, 16))), add(i32(kk * 16), mul(div(lane, 16), 8))};
+        at = {add(rowBase, add(i32(mi * 16), mod(lane, 16))),
+              add(i32(kk * 16), mul(div(lane, 16), 8))};
       else // A stored K x M: matrix q covers k-block q >> 1, m-block q & 1
         at = {add(i32(kk * 16), add(mul(div(q, 2), 8), r)),
               add(rowBase, add(i32(mi * 16), mul(mod(q, 2), 8)))};
       aVar.push_back(nextVar_++);
-      out.push_back({thir::DeclVar{aVar.back(), x4, thir::ldMatrix(sharedOffset(A, at), 4, trans)}});
+      out.push_back(
+          {thir::DeclVar{aVar.back(), x4, thir::ldMatrix(sharedOffset(A, at), 4, trans)}});
     }
     // B fragments: two n-tiles per ldmatrix.x4 (one with .x2 for an odd last tile).
     std::vector<std::pair<int, int>> bReg(NI); // (variable, first register) per n-tile
     for (int64_t ni = 0; ni < NI; ni += 2) {
       bool pair = ni + 1 < NI;
       std::vector<thir::Expr> at;
-      if (!g.transB) { // B stored K x N (N contiguous): .trans; matrix q: k-block q & 1, n-block q >> 1
+      if (!g.transB) { // B stored K x N (N contiguous): .trans; matrix q: k-block q & 1, n-block q
+                       // >> 1
         thir::Expr qq = pair ? q : mod(q, 2);
         at = {add(i32(kk * 16), add(mul(mod(qq, 2), 8), r)),
               add(colBase, add(i32(ni * 8), mul(div(qq, 2), 8)))};
-      } else { // B stored N x K (K contiguous): lane L addresses n = (L&7) + 8(L>>4), k = 8((L>>3)&1)
+      } else { // B stored N x K (K contiguous): lane L addresses n = (L&7) + 8(L>>4), k =
+               // 8((L>>3)&1)
         thir::Expr nOff = pair ? add(r, mul(div(lane, 16), 8)) : r;
         at = {add(colBase, add(i32(ni * 8), nOff)), add(i32(kk * 16), mul(mod(q, 2), 8))};
       }
@@ -217,8 +228,8 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
         auto [bv, first] = bReg[ni];
         Type bt = (ni % 2 == 0 && ni + 1 < NI) || ni % 2 == 1 ? x4 : x2;
         thir::Expr bvec = thir::var(bv, bt);
-        thir::Expr b = thir::makeVector({thir::extractLane(bvec, first),
-                                         thir::extractLane(bvec, first + 1)});
+        thir::Expr b =
+            thir::makeVector({thir::extractLane(bvec, first), thir::extractLane(bvec, first + 1)});
         std::vector<thir::Expr> cs;
         for (int i = 0; i < 4; ++i)
           cs.push_back(slotVar(C, slot + i));
@@ -235,14 +246,140 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
   smemRead_ = true;
 }
 
+void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out) {
+  const tile::BufferPtr &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
+  const FragmentLayout &lc = fragmentLayouts_.at(C->id);
+  std::optional<analysis::WgmmaPlan> plan = analysis::planWgmma(g, k_.threads);
+  if (!plan || plan->groupsM * 4 != lc.warpsM || plan->groupsN != lc.warpsN) {
+    unsupported(s.loc, fmt::format("this gemm into '{}' ({}) on wgmma with another warpgroup "
+                                   "split than the gemm that fixed the accumulator's layout",
+                                   C->name, lc.describe()));
+    return;
+  }
+  bool aRegs = A->scope != tile::Scope::Shared;
+  const FragmentLayout *la = aRegs ? &fragmentLayouts_.at(A->id) : nullptr;
+  if (la && (la->kind != FragmentLayout::Kind::MmaAccumulator || !la->warpgroup ||
+             la->warpsN != 1 || la->warpsM != lc.warpsM || la->warpTileN() % 16 != 0)) {
+    unsupported(s.loc, fmt::format("gemm with A ('{}') in registers laid out as {} (it must be a "
+                                   "wgmma accumulator whose warpgroups each hold whole rows, the "
+                                   "rows of C they compute); copy it to shared memory first",
+                                   A->name, la->describe()));
+    return;
+  }
+  int64_t M = lc.shape[0], N = lc.shape[1], K = *tile::asConstInt(A->shape[g.transA ? 0 : 1]);
+  int64_t groupRows = M / plan->groupsM, WN = N / plan->groupsN, NI = WN / 8;
+  int64_t tilesM = groupRows / 64, pieces = WN / plan->instrN;
+  auto layoutOf = [&](const tile::BufferPtr &b) { return shared_.at(b->id).layout; };
+
+  // Generic-proxy writes to the operands (copies into shared memory) must be visible to the
+  // async proxy that wgmma reads through: every writer fences, then the block synchronizes.
+  out.push_back({thir::FenceProxyAsync{}});
+  out.push_back({thir::Barrier{}});
+  smemRead_ = smemWritten_ = false;
+  if (g.clearAccum)
+    for (int id : slotVars_.at(C->id))
+      out.push_back({thir::AssignVar{id, thir::constFloat(0.0, DType::Float32)}});
+
+  thir::Expr group = div(thir::special(thir::Special::ThreadIdxX), 128);
+  thir::Expr groupRow = plan->groupsN == 1 ? group : div(group, plan->groupsN);
+  thir::Expr groupCol = plan->groupsN == 1 ? i32(0) : mod(group, plan->groupsN);
+  Type i64{DType::Int64};
+  // A descriptor is (start address >> 4) in its low 14 bits plus constant strides and swizzle
+  // mode; the start addresses of one operand differ by constants and by the warpgroup's
+  // position, so each operand gets one base descriptor and every instruction adds a constant.
+  auto descriptorBase = [&](const tile::BufferPtr &b, const analysis::WgmmaDescriptor &d0,
+                            thir::Expr position, int64_t step) {
+    thir::Expr addr = thir::sharedAddress(i32(shared_.at(b->id).offset + d0.startByte));
+    if (step != 0)
+      addr = add(addr, mul(position, step));
+    thir::Expr field = thir::binary(thir::BinOp::BitAnd,
+                                    thir::binary(thir::BinOp::Shr, addr, i32(4)), i32(0x3FFF));
+    int var = nextVar_++;
+    out.push_back({thir::DeclVar{
+        var, i64,
+        thir::binary(thir::BinOp::Add, thir::cast(field, i64),
+                     thir::constInt(static_cast<int64_t>(d0.highBits()), DType::Int64))}});
+    return thir::var(var, i64);
+  };
+  auto descriptor = [&](const analysis::SharedLayout &l, bool kMajor, int64_t mn, int64_t k,
+                        int64_t extent) {
+    auto d = analysis::wgmmaDescriptor(l, kMajor, mn, k, extent);
+    if (!d)
+      throw std::logic_error("planWgmma accepted an operand slice without a descriptor");
+    return *d;
+  };
+  // Operand A (shared): rows of warpgroup row r start at r * groupRows.
+  analysis::SharedLayout sa, sb = layoutOf(B);
+  thir::Expr aBase;
+  analysis::WgmmaDescriptor a0;
+  if (!aRegs) {
+    sa = layoutOf(A);
+    a0 = descriptor(sa, !g.transA, 0, 0, 64);
+    int64_t step = plan->groupsM > 1
+                       ? descriptor(sa, !g.transA, groupRows, 0, 64).startByte - a0.startByte
+                       : 0;
+    aBase = descriptorBase(A, a0, groupRow, step);
+  }
+  analysis::WgmmaDescriptor b0 = descriptor(sb, g.transB, 0, 0, plan->instrN);
+  int64_t bStep = plan->groupsN > 1
+                      ? descriptor(sb, g.transB, WN, 0, plan->instrN).startByte - b0.startByte
+                      : 0;
+  thir::Expr bBase = descriptorBase(B, b0, groupCol, bStep);
+  auto offsetDesc = [&](thir::Expr base, int64_t bytes) {
+    return bytes == 0
+               ? base
+               : thir::binary(thir::BinOp::Add, base, thir::constInt(bytes >> 4, DType::Int64));
+  };
+
+  std::vector<thir::WgmmaInstr> instrs;
+  for (int64_t kk = 0; kk < K / 16; ++kk)
+    for (int64_t mi = 0; mi < tilesM; ++mi) {
+      thir::Expr aOp;
+      if (aRegs) {
+        int64_t niA = la->warpTileN() / 8, t0 = (mi * niA + 2 * kk) * 4;
+        auto pack = [&](int64_t slot) {
+          return thir::bitcast(thir::makeVector({slotVar(A, slot), slotVar(A, slot + 1)}),
+                               Type{DType::Int32});
+        };
+        aOp = thir::makeVector({pack(t0), pack(t0 + 2), pack(t0 + 4), pack(t0 + 6)});
+      } else {
+        aOp = offsetDesc(aBase,
+                         descriptor(sa, !g.transA, 64 * mi, 16 * kk, 64).startByte - a0.startByte);
+      }
+      for (int64_t p = 0; p < pieces; ++p) {
+        thir::Expr bOp = offsetDesc(
+            bBase, descriptor(sb, g.transB, p * plan->instrN, 16 * kk, plan->instrN).startByte -
+                       b0.startByte);
+        instrs.push_back({aOp, bOp, static_cast<int>((mi * NI + p * plan->instrN / 8) * 4)});
+      }
+    }
+  std::vector<thir::Expr> acc;
+  for (int64_t slot = 0; slot < lc.slots(); ++slot)
+    acc.push_back(slotVar(C, slot));
+  Type accType{DType::Float32, static_cast<int>(acc.size())};
+  int d = nextVar_++;
+  out.push_back({thir::DeclVar{d, accType,
+                               thir::wgmma(thir::makeVector(acc), std::move(instrs),
+                                           static_cast<int>(plan->instrN), B->dtype, aRegs,
+                                           /*aMnMajor=*/g.transA,
+                                           /*bMnMajor=*/!g.transB)}});
+  for (int64_t slot = 0; slot < lc.slots(); ++slot)
+    out.push_back(
+        {thir::AssignVar{slotVars_.at(C->id).at(slot),
+                         thir::extractLane(thir::var(d, accType), static_cast<int>(slot))}});
+  smemRead_ = true;
+}
+
 void KernelLowering::lowerUseSwizzle(const tile::Stmt &s, const tile::UseSwizzle &u,
                                      thir::Body &out) {
   if (k_.blockIndices.size() < 2)
     return; // one grid axis: nothing to rasterize
   // A bijection of the (x, y) block grid that walks panels of `panel` columns (order="col")
   // or rows (order="row"), so that consecutive blocks share operand tiles in L2.
-  thir::Expr gx = thir::special(thir::Special::GridDimX), gy = thir::special(thir::Special::GridDimY);
-  thir::Expr bx = thir::special(thir::Special::BlockIdxX), by = thir::special(thir::Special::BlockIdxY);
+  thir::Expr gx = thir::special(thir::Special::GridDimX),
+             gy = thir::special(thir::Special::GridDimY);
+  thir::Expr bx = thir::special(thir::Special::BlockIdxX),
+             by = thir::special(thir::Special::BlockIdxY);
   thir::Expr id = add(thir::binary(thir::BinOp::Mul, by, gx), bx);
   int64_t P = u.panelSize;
   thir::Expr along = u.colOrder ? gy : gx; // blocks per panel line

@@ -15,7 +15,6 @@
 
 namespace tilec::lower::detail {
 
-
 using thir::Type;
 
 // The two IRs spell their operators in the same order; lowering maps them one to one.
@@ -32,7 +31,7 @@ struct Interval {
 
 /// What a tile variable stands for while its body is lowered.
 struct Binding {
-  thir::Expr value;      // scalar value (loop variables, parameters, dims, block indices)
+  thir::Expr value; // scalar value (loop variables, parameters, dims, block indices)
   std::optional<Interval> range;
 };
 
@@ -54,22 +53,25 @@ inline thir::Expr zeroOf(DType t) {
   return isFloat(t) ? thir::constFloat(0.0, t) : thir::constInt(0, t);
 }
 /// Whether `r` is the whole of its buffer (every dimension kept, from 0, full extent).
-inline bool fullBuffer(const tile::Region &r) {
-  for (size_t d = 0; d < r.dims.size(); ++d)
-    if (r.dims[d].dropped || tile::asConstInt(r.dims[d].begin) != 0 ||
-        tile::asConstInt(r.dims[d].extent) != tile::asConstInt(r.buffer->shape[d]))
-      return false;
-  return true;
-}
+inline bool fullBuffer(const tile::Region &r) { return r.whole(); }
+
+/// The current thread's warp-grid row and column under an mma or wgmma accumulator layout
+/// (FragmentLayout::warpRow / warpCol spelled out over threadIdx.x).
+struct MmaWarp {
+  thir::Expr row, col;
+};
+MmaWarp mmaWarp(const analysis::FragmentLayout &l);
+/// First row of the 16-row tile `mi` of warp row `wm` (FragmentLayout::tileRow).
+thir::Expr mmaTileRow(const analysis::FragmentLayout &l, thir::Expr wm, int64_t mi);
 
 /// One chunk of `vector` consecutive elements (along the last dimension) that the current
 /// thread holds under a fragment layout.
 struct ChunkRef {
-  int64_t slot0 = 0;                // the slot of lane 0
-  thir::Expr guard;                 // null when every thread's chunk exists
-  std::vector<thir::Expr> index;    // lane 0's element index per dimension (Int32)
-  std::vector<Interval> range;      // the values those indices take over all threads
-  int64_t rowIter = 0;              // RowGroups / GroupReplicated: the thread's row number ri
+  int64_t slot0 = 0;             // the slot of lane 0
+  thir::Expr guard;              // null when every thread's chunk exists
+  std::vector<thir::Expr> index; // lane 0's element index per dimension (Int32)
+  std::vector<Interval> range;   // the values those indices take over all threads
+  int64_t rowIter = 0;           // RowGroups / GroupReplicated: the thread's row number ri
 };
 
 /// The element of a fragment that a Parallel loop body is being lowered for.
@@ -131,8 +133,7 @@ private:
 
   bool dependsOnLanesIndex(const std::vector<tile::Expr> &idx, const LaneContext &lc);
 
-  void lowerSerial(const tile::Stmt &s, const tile::For &f, thir::Body &out,
-                   const LaneContext &lc);
+  void lowerSerial(const tile::Stmt &s, const tile::For &f, thir::Body &out, const LaneContext &lc);
 
   /// Assigns iterations to threads per analysis::planParallelLoop; with a vector width > 1 the
   /// body runs once as vectors when the whole vector is in bounds and aligned, and element by
@@ -152,8 +153,7 @@ private:
   /// The flat element index of `indices` into `b`, as a tile expression.
   tile::Expr flatIndex(const tile::BufferPtr &b, const std::vector<tile::Expr> &indices);
   thir::Expr fragmentRead(const tile::Expr &e, const tile::Load &op);
-  void fragmentWrite(const tile::Stmt &s, const tile::Store &st, thir::Expr value,
-                     thir::Body &out);
+  void fragmentWrite(const tile::Stmt &s, const tile::Store &st, thir::Expr value, thir::Body &out);
   bool lowerFragmentParallel(const tile::Stmt &s, const tile::For &f, thir::Body &out);
   void lowerReplicatedParallel(const tile::Stmt &s, const tile::For &f, thir::Body &out);
   // ---- LowerCopy.cpp: copies between global memory, shared memory and fragments ------------
@@ -178,8 +178,7 @@ private:
   // ---- LowerGemm.cpp: shared memory, barriers, gemm, block rasterization ---------------------
   struct SharedBuffer {
     int64_t offset = 0; // bytes from the start of dynamic shared memory (1024-aligned)
-    int64_t bytes = 0;
-    bool swizzled = false; // 16-byte chunks XOR-swizzled within 128-byte lines (Swizzle<3,4,3>)
+    analysis::SharedLayout layout;
   };
   bool planShared();
   /// Reports a kernel whose shared memory exceeds what the target gives one block.
@@ -190,7 +189,9 @@ private:
   void beforeSharedRead(thir::Body &out);
   void forgetSharedState();
   void lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
+  void lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
   void lowerUseSwizzle(const tile::Stmt &s, const tile::UseSwizzle &u, thir::Body &out);
+
 public:
   std::map<int, SharedBuffer> shared_;
 

@@ -291,6 +291,17 @@ private:
   std::string exprOp(const Bitcast &b, const Node &n, const Kernel &k) {
     return fmt::format("bitcast<{}>({})", typeString(n.type), expr(b.a, k));
   }
+  std::string exprOp(const SharedAddress &a, const Node &, const Kernel &k) {
+    return fmt::format("smem_address({})", expr(a.byteOffset, k));
+  }
+  std::string exprOp(const Wgmma &w, const Node &, const Kernel &k) {
+    std::string s = fmt::format("wgmma.m64n{}k16.{}{}{}{}({}", w.n, dtypeName(w.inputType),
+                                w.aInRegisters ? ".rs" : "", w.aMnMajor ? ".a_mn_major" : "",
+                                w.bMnMajor ? ".b_mn_major" : "", expr(w.acc, k));
+    for (const WgmmaInstr &i : w.instrs)
+      s += fmt::format(", [acc {}: {}, {}]", i.accFirst, expr(i.a, k), expr(i.bDesc, k));
+    return s + ")";
+  }
 
   void stmt(const DeclVar &d, const Kernel &k, int depth) {
     line(depth, fmt::format("var v{}: {} = {}", d.id, typeString(d.type), expr(d.init, k)));
@@ -317,6 +328,9 @@ private:
     body(s.body, k, depth + 1);
   }
   void stmt(const Barrier &, const Kernel &, int depth) { line(depth, "barrier"); }
+  void stmt(const FenceProxyAsync &, const Kernel &, int depth) {
+    line(depth, "fence.proxy.async.shared");
+  }
   void stmt(const SharedStore &s, const Kernel &k, int depth) {
     line(depth, fmt::format("smem[{}] = {}", expr(s.byteOffset, k), expr(s.value, k)));
   }
@@ -488,6 +502,32 @@ Expr mmaSync(Expr a, Expr b, Expr c, DType inputType) {
       (inputType != DType::Float16 && inputType != DType::BFloat16))
     misuse("mmaSync operand types");
   return make({DType::Float32, 4}, MmaSync{std::move(a), std::move(b), std::move(c), inputType});
+}
+
+Expr sharedAddress(Expr byteOffset) {
+  requireExpr(byteOffset, "sharedAddress");
+  if (!(byteOffset->type == Type{DType::Int32, 1}))
+    misuse("sharedAddress offset not int32");
+  return make({DType::Int32, 1}, SharedAddress{std::move(byteOffset)});
+}
+
+Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
+           bool aMnMajor, bool bMnMajor) {
+  requireExpr(acc, "wgmma");
+  if (acc->type.elem != DType::Float32 || n < 8 || n > 256 || n % 8 != 0 || instrs.empty() ||
+      (inputType != DType::Float16 && inputType != DType::BFloat16) || (aInRegisters && aMnMajor))
+    misuse("wgmma shape or types");
+  for (const WgmmaInstr &i : instrs) {
+    requireExpr(i.a, "wgmma");
+    requireExpr(i.bDesc, "wgmma");
+    Type aType = aInRegisters ? Type{DType::Int32, 4} : Type{DType::Int64, 1};
+    if (!(i.a->type == aType) || !(i.bDesc->type == Type{DType::Int64, 1}) || i.accFirst < 0 ||
+        i.accFirst + n / 2 > acc->type.lanes)
+      misuse("wgmma instruction operands");
+  }
+  Type t = acc->type;
+  return make(
+      t, Wgmma{std::move(acc), std::move(instrs), n, inputType, aInRegisters, aMnMajor, bMnMajor});
 }
 
 Expr bitcast(Expr a, Type t) {

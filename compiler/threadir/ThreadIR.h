@@ -29,14 +29,44 @@ using Expr = std::shared_ptr<const Node>;
 
 enum class Special { ThreadIdxX, BlockIdxX, BlockIdxY, BlockIdxZ, GridDimX, GridDimY, GridDimZ };
 
-enum class UnOp { Neg, Not, Abs, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Floor, Ceil };
+enum class UnOp {
+  Neg,
+  Not,
+  Abs,
+  Exp,
+  Exp2,
+  Log,
+  Log2,
+  Sqrt,
+  Rsqrt,
+  Tanh,
+  Erf,
+  Sigmoid,
+  Floor,
+  Ceil
+};
 enum class BinOp {
-  Add, Sub, Mul, Div, // Div on integers is C division (sema only allows it where operands are >= 0)
-  FloorDiv, Mod,      // floored, as in Python
-  Pow, Min, Max,
-  Eq, Ne, Lt, Le, Gt, Ge, // result type Bool
-  And, Or,                // on Bool
-  BitAnd, BitXor, Shl, Shr, // on integers (Shr is arithmetic for signed types); not in tile IR
+  Add,
+  Sub,
+  Mul,
+  Div, // Div on integers is C division (sema only allows it where operands are >= 0)
+  FloorDiv,
+  Mod, // floored, as in Python
+  Pow,
+  Min,
+  Max,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge, // result type Bool
+  And,
+  Or, // on Bool
+  BitAnd,
+  BitXor,
+  Shl,
+  Shr, // on integers (Shr is arithmetic for signed types); not in tile IR
 };
 
 struct ConstInt {
@@ -118,12 +148,38 @@ struct MmaSync {
 struct Bitcast {
   Expr a;
 };
+/// The 32-bit shared-window address (what wgmma descriptors and mbarriers take) of byte
+/// `byteOffset` (Int32) of the kernel's dynamic shared memory. Node::type = Int32.
+struct SharedAddress {
+  Expr byteOffset;
+};
+/// One instruction of a Wgmma group: A from a shared-memory descriptor (Int64) or from four
+/// registers (Int32x4), B from a descriptor, accumulating into the group's accumulator lanes
+/// [accFirst, accFirst + n / 2).
+struct WgmmaInstr {
+  Expr a, bDesc;
+  int accFirst = 0;
+};
+/// `wgmma.fence; wgmma.mma_async.m64n{n}k16 x instrs; wgmma.commit_group; wgmma.wait_group 0`
+/// of one warpgroup, as one unit: the accumulators (`acc`, Float32 x lanes) are read and written
+/// only by it, so no code can touch them while the instructions are in flight. D = A*B + D for
+/// every instruction (accumulators are cleared by ordinary code). Node::type = acc's type.
+struct Wgmma {
+  Expr acc;
+  std::vector<WgmmaInstr> instrs;
+  int n = 8;
+  DType inputType = DType::Float16;
+  bool aInRegisters = false;
+  // The operand in shared memory is MN-major (M or N contiguous): wgmma's imm-trans bit. A
+  // stored M x K and B stored N x K are K-major, wgmma's untransposed forms.
+  bool aMnMajor = false, bMnMajor = false;
+};
 
 struct Node {
   Type type;
   std::variant<ConstInt, ConstFloat, ParamRef, SpecialReg, VarRef, Unary, Binary, Select, Cast,
                Broadcast, GlobalLoad, ExtractLane, MakeVector, ShflXor, SharedLoad, LdMatrix,
-               MmaSync, Bitcast>
+               MmaSync, Bitcast, SharedAddress, Wgmma>
       op;
 };
 
@@ -162,6 +218,9 @@ struct ForStmt {
 };
 /// Block-wide barrier (bar.sync 0).
 struct Barrier {};
+/// `fence.proxy.async.shared::cta`: makes this thread's earlier generic-proxy shared-memory
+/// writes visible to async-proxy readers (wgmma, TMA) once a barrier follows.
+struct FenceProxyAsync {};
 /// Writes a scalar or vector (naturally aligned up to 16 bytes) to the kernel's dynamic shared
 /// memory at `byteOffset` (Int32).
 struct SharedStore {
@@ -170,21 +229,23 @@ struct SharedStore {
 };
 
 struct Stmt {
-  std::variant<DeclVar, AssignVar, GlobalStore, IfStmt, ForStmt, Barrier, SharedStore> op;
+  std::variant<DeclVar, AssignVar, GlobalStore, IfStmt, ForStmt, Barrier, SharedStore,
+               FenceProxyAsync>
+      op;
 };
 
 enum class ParamKind { Tensor, Scalar, Dim };
 struct Param {
   std::string name;
   ParamKind kind;
-  DType dtype;          // element type of a Tensor, type of a Scalar; Int64 for a Dim
-  int alignBytes = 16;  // Tensor: alignment the kernel assumes of the pointer (launch checks it)
+  DType dtype;         // element type of a Tensor, type of a Scalar; Int64 for a Dim
+  int alignBytes = 16; // Tensor: alignment the kernel assumes of the pointer (launch checks it)
 };
 
 struct Kernel {
-  std::string name;      // exported symbol
+  std::string name; // exported symbol
   std::vector<Param> params;
-  int threads = 128;     // block size (1-D)
+  int threads = 128; // block size (1-D)
   Body body;
   /// Launch grid as host-evaluable Int64 expressions over ParamRefs of Dim and integer Scalar
   /// parameters and constants (ops: + - * // % / min max select, integer casts); a null entry
@@ -203,12 +264,12 @@ struct Module {
 Expr constInt(int64_t v, DType t = DType::Int64);
 Expr constFloat(double v, DType t = DType::Float32);
 Expr param(int index, DType t);
-Expr special(Special s);         // Int32
+Expr special(Special s); // Int32
 Expr var(int id, Type t);
-Expr unary(UnOp op, Expr a);     // type of a
+Expr unary(UnOp op, Expr a);           // type of a
 Expr binary(BinOp op, Expr a, Expr b); // a and b must have equal types; comparisons give Bool
 Expr select(Expr c, Expr a, Expr b);
-Expr cast(Expr a, Type t);       // returns a when already of type t
+Expr cast(Expr a, Type t); // returns a when already of type t
 Expr broadcast(Expr a, int lanes);
 Expr globalLoad(int param, Expr index, Type t, int alignBytes);
 Expr extractLane(Expr vec, int lane);
@@ -218,6 +279,9 @@ Expr sharedLoad(Expr byteOffset, Type t);
 Expr ldMatrix(Expr byteOffset, int num, bool trans);
 Expr mmaSync(Expr a, Expr b, Expr c, DType inputType);
 Expr bitcast(Expr a, Type t);
+Expr sharedAddress(Expr byteOffset);
+Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
+           bool aMnMajor, bool bMnMajor);
 
 /// Human-readable form, one statement a line; used by `--dump-after=thread-ir` and lit tests.
 std::string print(const Module &m);

@@ -23,9 +23,9 @@ const char *scopeName(Scope s) {
 }
 
 const char *unOpName(UnOp op) {
-  static constexpr const char *names[] = {"neg",   "not",  "abs",   "exp",  "exp2",
-                                          "log",   "log2", "sqrt",  "rsqrt", "tanh",
-                                          "erf",   "sigmoid", "floor", "ceil"};
+  static constexpr const char *names[] = {"neg", "not",     "abs",   "exp",   "exp2",
+                                          "log", "log2",    "sqrt",  "rsqrt", "tanh",
+                                          "erf", "sigmoid", "floor", "ceil"};
   return names[static_cast<int>(op)];
 }
 
@@ -52,6 +52,14 @@ std::optional<int64_t> asConstInt(const Expr &e) {
   if (auto *i = std::get_if<IntImm>(&e->op))
     return i->value;
   return std::nullopt;
+}
+
+bool Region::whole() const {
+  for (size_t d = 0; d < dims.size(); ++d)
+    if (dims[d].dropped || asConstInt(dims[d].begin) != 0 ||
+        asConstInt(dims[d].extent) != asConstInt(buffer->shape[d]))
+      return false;
+  return true;
 }
 
 std::vector<Expr> Region::shape() const {
@@ -98,7 +106,9 @@ std::string printRegion(const Region &r) {
 class Printer {
 public:
   std::string out;
-  void line(int indent, const std::string &text) { out += std::string(indent * 2, ' ') + text + "\n"; }
+  void line(int indent, const std::string &text) {
+    out += std::string(indent * 2, ' ') + text + "\n";
+  }
 
   void body(const Body &b, int indent) {
     for (const Stmt &s : b)
@@ -138,8 +148,8 @@ public:
                                   printRegion(op.dst), op.dim, op.reverse ? " reverse" : ""));
           } else if constexpr (std::is_same_v<T, AtomicAdd>) {
             if (op.src)
-              line(ind, fmt::format("atomic_add {} += {}", printRegion(op.dst),
-                                    printRegion(*op.src)));
+              line(ind,
+                   fmt::format("atomic_add {} += {}", printRegion(op.dst), printRegion(*op.src)));
             else
               line(ind, fmt::format("atomic_add {}[{}] += {}", op.dst.buffer->name,
                                     printList(op.indices), print(op.value)));
@@ -169,9 +179,9 @@ public:
           } else if constexpr (std::is_same_v<T, AnnotateLayout>) {
             line(ind, fmt::format("annotate_layout {} {}", op.buffer->name, op.layout));
           } else if constexpr (std::is_same_v<T, Print>) {
-            line(ind, fmt::format("print {} \"{}\"",
-                                  op.buffer ? printRegion(*op.buffer) : print(op.value),
-                                  op.message));
+            line(ind,
+                 fmt::format("print {} \"{}\"",
+                             op.buffer ? printRegion(*op.buffer) : print(op.value), op.message));
           }
         },
         s.op);

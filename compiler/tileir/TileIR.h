@@ -47,10 +47,40 @@ struct Buffer {
 };
 using BufferPtr = std::shared_ptr<const Buffer>;
 
-enum class UnOp { Neg, Not, Abs, Exp, Exp2, Log, Log2, Sqrt, Rsqrt, Tanh, Erf, Sigmoid, Floor, Ceil };
+enum class UnOp {
+  Neg,
+  Not,
+  Abs,
+  Exp,
+  Exp2,
+  Log,
+  Log2,
+  Sqrt,
+  Rsqrt,
+  Tanh,
+  Erf,
+  Sigmoid,
+  Floor,
+  Ceil
+};
 enum class BinOp {
-  Add, Sub, Mul, Div, FloorDiv, Mod, Pow, Min, Max,
-  Eq, Ne, Lt, Le, Gt, Ge, And, Or,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  FloorDiv,
+  Mod,
+  Pow,
+  Min,
+  Max,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  And,
+  Or,
 };
 const char *unOpName(UnOp op);
 const char *binOpName(BinOp op);
@@ -102,6 +132,8 @@ struct Region {
   SourceLoc loc;
   /// The shape of the region after dropped dimensions are removed.
   std::vector<Expr> shape() const;
+  /// Whether the region is all of its buffer (constant zero starts, full extents, none dropped).
+  bool whole() const;
 };
 
 struct Stmt;
@@ -144,18 +176,18 @@ struct Cumsum {
 };
 struct AtomicAdd {
   Region dst;
-  Expr value;        // scalar value (element form) ...
+  Expr value;                // scalar value (element form) ...
   std::optional<Region> src; // ... or a whole region added elementwise
   std::vector<Expr> indices; // element form: dst element
 };
 enum class LoopKind { Parallel, Serial, Unroll, Pipelined };
 struct For {
   LoopKind kind;
-  std::vector<VarPtr> vars;  // several only for Parallel
-  std::vector<Expr> begins;  // per var
-  std::vector<Expr> extents; // per var: number of iterations
-  Expr step;                 // Serial only (may be negative); null means 1
-  int numStages = 1;         // Pipelined
+  std::vector<VarPtr> vars;          // several only for Parallel
+  std::vector<Expr> begins;          // per var
+  std::vector<Expr> extents;         // per var: number of iterations
+  Expr step;                         // Serial only (may be negative); null means 1
+  int numStages = 1;                 // Pipelined
   std::vector<int64_t> order, stage; // Pipelined manual schedule, empty when absent
   Body body;
 };
@@ -192,15 +224,15 @@ struct Param {
 };
 
 struct Kernel {
-  std::string name;      // exported symbol
-  std::string defName;   // name of the def in the source
+  std::string name;    // exported symbol
+  std::string defName; // name of the def in the source
   SourceLoc loc;
   std::vector<Param> params;
   std::vector<VarPtr> dims; // symbolic dimensions in order of first appearance
   std::vector<Expr> grid;   // 1 to 3 grid extents (Int32 expressions over dims and constants)
   std::vector<VarPtr> blockIndices;
   int64_t threads = 128;
-  SourceLoc kernelLoc; // the `with Kernel(...)`
+  SourceLoc kernelLoc;            // the `with Kernel(...)`
   std::vector<BufferPtr> buffers; // every allocation, in program order
   Body body;
 };

@@ -1,0 +1,69 @@
+#include "analysis/FragmentLayout.h"
+
+#include <doctest/doctest.h>
+
+using namespace tilec::analysis;
+
+namespace {
+
+FragmentLayout wgmmaAccumulator(int64_t M, int64_t N, int64_t groupsM, int64_t groupsN) {
+  FragmentLayout l;
+  l.kind = FragmentLayout::Kind::MmaAccumulator;
+  l.shape = {M, N};
+  l.threads = 128 * groupsM * groupsN;
+  l.vector = 2;
+  l.warpgroup = true;
+  l.warpsM = 4 * groupsM;
+  l.warpsN = groupsN;
+  return l;
+}
+
+} // namespace
+
+TEST_CASE("a wgmma m64nN accumulator is the register layout of the PTX figure") {
+  // Cookbook 3.2: thread tid, warp w, lane (4g + t), register i:
+  // row = 16w + g + 8((i >> 1) & 1), col = 8(i >> 2) + 2t + (i & 1).
+  for (int64_t N : {8, 64, 256}) {
+    FragmentLayout l = wgmmaAccumulator(64, N, 1, 1);
+    REQUIRE(l.slots() == N / 2);
+    for (int64_t tid = 0; tid < 128; ++tid)
+      for (int64_t i = 0; i < N / 2; ++i) {
+        int64_t w = tid / 32, g = (tid % 32) / 4, t = tid % 4;
+        int64_t row = 16 * w + g + 8 * ((i >> 1) & 1), col = 8 * (i >> 2) + 2 * t + (i & 1);
+        CHECK(l.elementAt(tid, i) == row * N + col);
+      }
+  }
+}
+
+TEST_CASE("wgmma accumulators over several tiles and warpgroups are ownership maps") {
+  const int64_t cases[][4] = {
+      {128, 128, 1, 1}, {128, 128, 2, 1}, {64, 512, 1, 2}, {256, 64, 2, 2}, {64, 64, 1, 2}};
+  for (const auto &c : cases) {
+    int64_t M = c[0], N = c[1];
+    FragmentLayout l = wgmmaAccumulator(M, N, c[2], c[3]);
+    CAPTURE(M);
+    CAPTURE(N);
+    CHECK_FALSE(verifyOwnership(l).has_value());
+    FragmentLayout rows = l;
+    rows.kind = FragmentLayout::Kind::MmaRows;
+    rows.shape = std::vector<int64_t>{M};
+    CHECK(rows.rowsOf(l));
+    CHECK_FALSE(verifyOwnership(rows).has_value());
+    // Warp i of a warpgroup holds rows 16i.. of each of the warpgroup's 64-row tiles.
+    int64_t warp = 5 % (l.threads / 32);
+    for (int64_t mi = 0; mi < l.warpTileM() / 16; ++mi)
+      CHECK(l.tileRow(l.warpRow(warp), mi) % 64 == 16 * (warp % 4));
+  }
+}
+
+TEST_CASE("mma.sync accumulators keep their warp-blocked rows") {
+  FragmentLayout l;
+  l.kind = FragmentLayout::Kind::MmaAccumulator;
+  l.shape = {128, 128};
+  l.threads = 128;
+  l.warpsM = 2;
+  l.warpsN = 2;
+  CHECK_FALSE(verifyOwnership(l).has_value());
+  CHECK(l.tileRow(l.warpRow(3), 1) == 64 + 16);
+  CHECK(l.warpCol(3) == 1);
+}

@@ -1,0 +1,80 @@
+#include "analysis/SharedLayout.h"
+
+#include <doctest/doctest.h>
+
+using namespace tilec::analysis;
+
+TEST_CASE("shared layouts are chunk-preserving bijections") {
+  for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{128, 64},
+                                                                      {64, 128},
+                                                                      {64, 512},
+                                                                      {16, 32},
+                                                                      {8, 16},
+                                                                      {24, 24},
+                                                                      {4, 64},
+                                                                      {3, 5},
+                                                                      {2, 8, 64},
+                                                                      {1000}}) {
+    for (int64_t eb : {2, 4}) {
+      SharedLayout l = chooseSharedLayout(shape, eb);
+      CAPTURE(l.name());
+      CHECK_FALSE(verifySharedLayout(l).has_value());
+    }
+  }
+}
+
+TEST_CASE("128-byte rows: the cookbook's 128B swizzle recipe") {
+  SharedLayout l = chooseSharedLayout({64, 64}, 2);
+  CHECK(l.name() == "swizzled_128B");
+  CHECK(l.wgmmaCanonical());
+  for (int64_t r = 0; r < 64; ++r)
+    for (int64_t c = 0; c < 64; ++c)
+      CHECK(l.byteOffset(r, c * 2) == r * 128 + (((c * 2) >> 4) ^ (r & 7)) * 16 + (c * 2 & 15));
+}
+
+TEST_CASE("wide rows are cut into 128-byte panels") {
+  SharedLayout l = chooseSharedLayout({64, 128}, 2); // 256-byte rows: two panels of 64 halves
+  CHECK(l.name() == "panels_128B_swizzled_128B");
+  CHECK(l.byteOffset(0, 128) == 64 * 128); // first byte of panel 1
+  CHECK(l.byteOffset(1, 130) == 64 * 128 + (128 + 16) + 2);
+  CHECK(l.wgmmaCanonical());
+}
+
+TEST_CASE("narrow rows get the matching narrower swizzle") {
+  CHECK(chooseSharedLayout({64, 32}, 2).name() == "swizzled_64B");
+  CHECK(chooseSharedLayout({64, 16}, 2).name() == "swizzled_32B");
+  CHECK(chooseSharedLayout({64, 32}, 2).wgmmaCanonical());
+  SharedLayout odd = chooseSharedLayout({4, 64}, 2); // too few rows for 8-row atoms
+  CHECK(odd.name() == "swizzled_128B");
+  CHECK_FALSE(odd.wgmmaCanonical());
+  CHECK(chooseSharedLayout({3, 5}, 2).name() == "row_major");
+  CHECK(chooseSharedLayout({1024}, 4).name() == "row_major");
+}
+
+TEST_CASE("wgmma descriptors of canonical layouts") {
+  SharedLayout a = chooseSharedLayout({128, 64}, 2); // A, M x K
+  auto d = wgmmaDescriptor(a, /*kMajor=*/true, 64, 48, 64);
+  REQUIRE(d);
+  CHECK(d->startByte == 64 * 128 + 96);
+  CHECK(d->sbo == 1024);
+  CHECK(d->swizzleCode == 1);
+  // The verified encoding of the cookbook: 128B swizzle code 1, LBO field 1, SBO 1024.
+  CHECK(d->highBits() == (uint64_t{1} << 16 | uint64_t{64} << 32 | uint64_t{1} << 62));
+
+  SharedLayout b = chooseSharedLayout({64, 128}, 2); // B, K x N (N contiguous)
+  auto e = wgmmaDescriptor(b, /*kMajor=*/false, 0, 16, 128);
+  REQUIRE(e);
+  CHECK(e->startByte == 16 * 128);
+  CHECK(e->lbo == 64 * 128); // the next 64 columns: one panel on
+  CHECK(e->sbo == 1024);
+  CHECK_FALSE(wgmmaDescriptor(b, false, 32, 0, 64)); // not at a panel start
+  CHECK_FALSE(wgmmaDescriptor(b, false, 0, 4, 128)); // k not on an 8-row atom
+  CHECK_FALSE(wgmmaDescriptor(a, true, 4, 0, 64));   // m not on an 8-row atom
+
+  SharedLayout n = chooseSharedLayout({64, 32}, 2);
+  auto f = wgmmaDescriptor(n, true, 0, 16, 64);
+  REQUIRE(f);
+  CHECK(f->swizzleCode == 2);
+  CHECK(f->startByte == 32);
+  CHECK(f->sbo == 512);
+}
