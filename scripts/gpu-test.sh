@@ -22,7 +22,7 @@ build)
     --namespace tile::flash_causal --emit cubin,ptx,header,layout
   "$tilec" compile "$root/samples/mla_decode.tile" -o "$gpu/gen/mla" --emit cubin,ptx,header,layout
   # GEMM samples for both arch paths, in namespaces that can share a test program.
-  for sample in gemm_relu gemm_bias_gelu flash_attention softmax rmsnorm_silu; do
+  for sample in gemm_relu gemm_bias_gelu flash_attention softmax rmsnorm_silu mla_decode_split; do
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen/sm_90a" --arch sm_90a --emit cubin,ptx,header,layout
     # sm_80 machine code does not run on an sm_90 GPU: embed the PTX, which the driver compiles.
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen/sm_80" --arch sm_80 --embed ptx \

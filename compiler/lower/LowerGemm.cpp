@@ -118,18 +118,17 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
   const FragmentLayout *la = nullptr;
   if (A->scope != tile::Scope::Shared) {
     // A in registers: its accumulator layout must give each warp the rows of C it computes and
-    // every k column (the accumulator -> A operand repacking of the cookbook, section 1).
+    // every k column (the accumulator -> A operand repacking of the cookbook, section 1);
+    // otherwise it goes through shared memory.
     const FragmentLayout &lcc = fragmentLayouts_.at(C->id);
     la = isOnChip(A) ? &fragmentLayouts_.at(A->id) : nullptr;
     if (!la || la->kind != FragmentLayout::Kind::MmaAccumulator || la->warpsN != 1 ||
         la->warpgroup || lcc.kind != FragmentLayout::Kind::MmaAccumulator ||
         la->warpsM != lcc.warpsM || la->shape[0] != lcc.shape[0] || g.transA ||
         la->warpTileN() % 16 != 0) {
-      unsupported(s.loc, fmt::format("gemm with A ('{}') in registers laid out as {} (it must be "
-                                     "an mma accumulator whose warps each hold whole rows, the "
-                                     "rows of C they compute); copy it to shared memory first",
-                                     A->name, la ? la->describe() : "a non-fragment"));
-      return;
+      if (!la || !stageOperand(s, A, out))
+        return;
+      la = nullptr;
     }
   }
   if (B->scope != tile::Scope::Shared) {
@@ -244,6 +243,8 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
     }
   }
   smemRead_ = true;
+  if (A->scope != tile::Scope::Shared && !la)
+    shared_.erase(A->id); // staged for this gemm only
 }
 
 void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out) {
@@ -260,11 +261,11 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
   const FragmentLayout *la = aRegs ? &fragmentLayouts_.at(A->id) : nullptr;
   if (la && (la->kind != FragmentLayout::Kind::MmaAccumulator || !la->warpgroup ||
              la->warpsN != 1 || la->warpsM != lc.warpsM || la->warpTileN() % 16 != 0)) {
-    unsupported(s.loc, fmt::format("gemm with A ('{}') in registers laid out as {} (it must be a "
-                                   "wgmma accumulator whose warpgroups each hold whole rows, the "
-                                   "rows of C they compute); copy it to shared memory first",
-                                   A->name, la->describe()));
-    return;
+    // The warpgroups do not each hold the rows they multiply: go through shared memory.
+    if (!stageOperand(s, A, out))
+      return;
+    aRegs = false;
+    la = nullptr;
   }
   int64_t M = lc.shape[0], N = lc.shape[1], K = *tile::asConstInt(A->shape[g.transA ? 0 : 1]);
   int64_t groupRows = M / plan->groupsM, WN = N / plan->groupsN, NI = WN / 8;
@@ -276,6 +277,9 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
   out.push_back({thir::FenceProxyAsync{}});
   out.push_back({thir::Barrier{}});
   smemRead_ = smemWritten_ = false;
+  std::optional<analysis::SharedLayout> aLayout;
+  if (!aRegs)
+    aLayout = layoutOf(A);
   if (g.clearAccum)
     for (int id : slotVars_.at(C->id))
       out.push_back({thir::AssignVar{id, thir::constFloat(0.0, DType::Float32)}});
@@ -313,7 +317,7 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
   thir::Expr aBase;
   analysis::WgmmaDescriptor a0;
   if (!aRegs) {
-    sa = layoutOf(A);
+    sa = *aLayout;
     a0 = descriptor(sa, !g.transA, 0, 0, 64);
     int64_t step = plan->groupsM > 1
                        ? descriptor(sa, !g.transA, groupRows, 0, 64).startByte - a0.startByte
@@ -368,6 +372,45 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
         {thir::AssignVar{slotVars_.at(C->id).at(slot),
                          thir::extractLane(thir::var(d, accType), static_cast<int>(slot))}});
   smemRead_ = true;
+  if (A->scope != tile::Scope::Shared)
+    shared_.erase(A->id); // staged for this gemm only
+}
+
+bool KernelLowering::stageOperand(const tile::Stmt &s, const tile::BufferPtr &a, thir::Body &out) {
+  const FragmentLayout &l = fragmentLayouts_.at(a->id);
+  std::vector<int64_t> shape;
+  for (const tile::Expr &d : a->shape)
+    shape.push_back(*tile::asConstInt(d));
+  SharedBuffer sb;
+  sb.layout = analysis::chooseSharedLayout(shape, dtypeBytes(a->dtype));
+  if (!l.distributed() || shape.size() != 2 || sb.layout.swizzleBytes == 0) {
+    unsupported(s.loc,
+                fmt::format("gemm with A ('{}') in registers laid out as {}, which cannot be "
+                            "staged through shared memory; copy it to a shared buffer first",
+                            a->name, l.describe()));
+    return false;
+  }
+  // After the operand tiles (and clear of the reduction scratch only in time: barriers order
+  // the two).
+  sb.offset = alignUp(scratchBase_, 1024);
+  out_.dynamicSharedBytes =
+      std::max<int>(out_.dynamicSharedBytes, static_cast<int>(sb.offset + sb.layout.bytes()));
+  shared_[a->id] = sb;
+  out.push_back({thir::Barrier{}});
+  for (const ChunkRef &c : chunksOf(l)) {
+    std::vector<thir::Expr> lanes;
+    for (int64_t lane = 0; lane < l.vector; ++lane)
+      lanes.push_back(slotVar(a, c.slot0 + lane));
+    thir::SharedStore st{sharedOffset(a, c.index),
+                         lanes.size() == 1 ? lanes[0] : thir::makeVector(lanes)};
+    if (c.guard)
+      out.push_back({thir::IfStmt{c.guard, {{st}}, {}}});
+    else
+      out.push_back({st});
+  }
+  smemRead_ = false;
+  smemWritten_ = true; // the gemm synchronizes before it reads
+  return true;
 }
 
 void KernelLowering::lowerUseSwizzle(const tile::Stmt &s, const tile::UseSwizzle &u,

@@ -190,6 +190,11 @@ private:
   void forgetSharedState();
   void lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
   void lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
+  /// Stores fragment `a` into scratch shared memory with its canonical shared layout and makes
+  /// shared_ describe it there, so that a gemm can read it as a shared operand (an A operand
+  /// whose register layout does not give each warp the rows it multiplies). Returns false after
+  /// reporting a fragment it cannot stage. The caller synchronizes before reading it.
+  bool stageOperand(const tile::Stmt &s, const tile::BufferPtr &a, thir::Body &out);
   void lowerUseSwizzle(const tile::Stmt &s, const tile::UseSwizzle &u, thir::Body &out);
 
 public:

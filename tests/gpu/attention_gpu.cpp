@@ -1,11 +1,13 @@
 // flash_attention (non-causal and causal, both arch paths) and mla_decode through their
 // generated headers: error against a float64 CPU reference on fresh random inputs with
 // poisoned outputs, ragged sequence lengths included, and time at a large shape.
-#include "gpu_common.h"
 #include "causal/flash_attention.h"
+#include "gpu_common.h"
 #include "mla/mla_decode.h"
 #include "sm_80/flash_attention.h"
+#include "sm_80/mla_decode_split.h"
 #include "sm_90a/flash_attention.h"
+#include "sm_90a/mla_decode_split.h"
 
 #include <random>
 
@@ -83,8 +85,8 @@ int runFlash(const char *name, FlashFn fn, bool causal, std::mt19937 &rng, int64
   }
   ErrorStats e = relError(got, ref);
   bool ok = e.nan == 0 && unwritten == 0 && e.rel < 5e-3;
-  std::printf("%-22s B=%lld S=%-5lld H=%-3lld rel.err %.2e unwritten %lld %s", name,
-              (long long)B, (long long)S, (long long)H, e.rel, unwritten, ok ? "ok" : "FAIL");
+  std::printf("%-22s B=%lld S=%-5lld H=%-3lld rel.err %.2e unwritten %lld %s", name, (long long)B,
+              (long long)S, (long long)H, e.rel, unwritten, ok ? "ok" : "FAIL");
   if (timeIt) {
     double ms = medianMs([&] { CK(fn(nullptr, dq, dk, dv, dout, B, S, H)); }, 3, 10);
     double flop = 4.0 * B * H * S * S * D * (causal ? 0.5 : 1.0);
@@ -96,15 +98,38 @@ int runFlash(const char *name, FlashFn fn, bool causal, std::mt19937 &rng, int64
   return ok ? 0 : 1;
 }
 
-int runMla(std::mt19937 &rng, int64_t batch, int64_t seqlen, bool timeIt) {
+/// Runs an MLA decode: (Q, Q_pe, KV, K_pe, Output, batch, seqlen).
+using MlaFn = std::function<void(CUdeviceptr, CUdeviceptr, CUdeviceptr, CUdeviceptr, CUdeviceptr,
+                                 int64_t, int64_t)>;
+
+/// mla_decode_split: partial results over num_split = 4 sequence chunks, then the combine kernel.
+template <auto Partial, auto Combine> MlaFn splitMla() {
+  return [](CUdeviceptr q, CUdeviceptr qpe, CUdeviceptr kv, CUdeviceptr kpe, CUdeviceptr out,
+            int64_t batch, int64_t seqlen) {
+    const int64_t heads = 128, dim = 512, splits = 4;
+    CUdeviceptr partial, lse;
+    CK(cuMemAlloc(&partial, batch * heads * splits * dim * 4));
+    CK(cuMemAlloc(&lse, batch * heads * splits * 4));
+    CK(cuMemsetD32(partial, 0x7fc00000u, batch * heads * splits * dim));
+    CK(Partial(nullptr, q, qpe, kv, kpe, partial, lse, batch, seqlen));
+    CK(Combine(nullptr, partial, lse, out, batch));
+    CK(cuMemFree(partial));
+    CK(cuMemFree(lse));
+  };
+}
+
+int runMla(const char *name, const MlaFn &fn, std::mt19937 &rng, int64_t batch, int64_t seqlen,
+           bool timeIt) {
   const int64_t heads = 128, dim = 512, pe = 64;
-  auto q = randomHalf(batch * heads * dim, rng, 1.f), qpe = randomHalf(batch * heads * pe, rng, 1.f);
-  auto kv = randomHalf(batch * seqlen * dim, rng, 1.f), kpe = randomHalf(batch * seqlen * pe, rng, 1.f);
+  auto q = randomHalf(batch * heads * dim, rng, 1.f),
+       qpe = randomHalf(batch * heads * pe, rng, 1.f);
+  auto kv = randomHalf(batch * seqlen * dim, rng, 1.f),
+       kpe = randomHalf(batch * seqlen * pe, rng, 1.f);
   CUdeviceptr dq = upload(q), dqpe = upload(qpe), dkv = upload(kv), dkpe = upload(kpe), dout;
   size_t n = static_cast<size_t>(batch * heads * dim);
   CK(cuMemAlloc(&dout, n * 2 + 256));
   CK(cuMemsetD8(dout, 0xFF, n * 2 + 256));
-  CK(tile::mla_decode::mla_decode(nullptr, dq, dqpe, dkv, dkpe, dout, batch, seqlen));
+  fn(dq, dqpe, dkv, dkpe, dout, batch, seqlen);
   CK(cuCtxSynchronize());
   std::vector<uint16_t> out(n);
   CK(cuMemcpyDtoH(out.data(), dout, n * 2));
@@ -122,9 +147,11 @@ int runMla(std::mt19937 &rng, int64_t batch, int64_t seqlen, bool timeIt) {
     for (int64_t j = 0; j < seqlen; ++j) {
       double dot = 0;
       for (int64_t d = 0; d < dim; ++d)
-        dot += double(fromHalf(q[(b * heads + h) * dim + d])) * fromHalf(kv[(b * seqlen + j) * dim + d]);
+        dot += double(fromHalf(q[(b * heads + h) * dim + d])) *
+               fromHalf(kv[(b * seqlen + j) * dim + d]);
       for (int64_t d = 0; d < pe; ++d)
-        dot += double(fromHalf(qpe[(b * heads + h) * pe + d])) * fromHalf(kpe[(b * seqlen + j) * pe + d]);
+        dot += double(fromHalf(qpe[(b * heads + h) * pe + d])) *
+               fromHalf(kpe[(b * seqlen + j) * pe + d]);
       p[j] = dot / std::sqrt(double(dim + pe));
       mx = std::max(mx, p[j]);
     }
@@ -140,12 +167,10 @@ int runMla(std::mt19937 &rng, int64_t batch, int64_t seqlen, bool timeIt) {
   }
   ErrorStats e = relError(got, ref);
   bool ok = e.nan == 0 && unwritten == 0 && e.rel < 5e-3;
-  std::printf("%-22s batch=%lld seqlen=%-5lld rel.err %.2e unwritten %lld %s", "mla_decode sm_90a",
+  std::printf("%-22s batch=%lld seqlen=%-5lld rel.err %.2e unwritten %lld %s", name,
               (long long)batch, (long long)seqlen, e.rel, unwritten, ok ? "ok" : "FAIL");
   if (timeIt) {
-    double ms = medianMs(
-        [&] { CK(tile::mla_decode::mla_decode(nullptr, dq, dqpe, dkv, dkpe, dout, batch, seqlen)); },
-        3, 10);
+    double ms = medianMs([&] { fn(dq, dqpe, dkv, dkpe, dout, batch, seqlen); }, 3, 10);
     double bytes = 2.0 * batch * seqlen * (dim + pe);
     std::printf("  %.3f ms  %.1f GB/s of KV", ms, bytes / ms / 1e6);
   }
@@ -162,14 +187,32 @@ int main() {
   std::random_device rd;
   std::mt19937 rng(rd());
   int failures = 0;
-  failures += runFlash("flash sm_90a", tile::flash_attention::flash_attention, false, rng, 1, 1, 1, false);
-  failures += runFlash("flash sm_90a", tile::flash_attention::flash_attention, false, rng, 2, 300, 3, false);
-  failures += runFlash("flash sm_80", tile::sm80::flash_attention::flash_attention, false, rng, 2, 300, 3, false);
-  failures += runFlash("flash causal sm_90a", tile::flash_causal::flash_attention, true, rng, 1, 333, 2, false);
-  failures += runFlash("flash sm_90a", tile::flash_attention::flash_attention, false, rng, 8, 4096, 16, true);
-  failures += runFlash("flash causal sm_90a", tile::flash_causal::flash_attention, true, rng, 8, 4096, 16, true);
-  failures += runMla(rng, 2, 1000, false);
-  failures += runMla(rng, 64, 4096, true);
+  failures +=
+      runFlash("flash sm_90a", tile::flash_attention::flash_attention, false, rng, 1, 1, 1, false);
+  failures += runFlash("flash sm_90a", tile::flash_attention::flash_attention, false, rng, 2, 300,
+                       3, false);
+  failures += runFlash("flash sm_80", tile::sm80::flash_attention::flash_attention, false, rng, 2,
+                       300, 3, false);
+  failures += runFlash("flash causal sm_90a", tile::flash_causal::flash_attention, true, rng, 1,
+                       333, 2, false);
+  failures += runFlash("flash sm_90a", tile::flash_attention::flash_attention, false, rng, 8, 4096,
+                       16, true);
+  failures += runFlash("flash causal sm_90a", tile::flash_causal::flash_attention, true, rng, 8,
+                       4096, 16, true);
+  MlaFn mla = [](CUdeviceptr q, CUdeviceptr qpe, CUdeviceptr kv, CUdeviceptr kpe, CUdeviceptr out,
+                 int64_t batch, int64_t seqlen) {
+    CK(tile::mla_decode::mla_decode(nullptr, q, qpe, kv, kpe, out, batch, seqlen));
+  };
+  MlaFn split90 = splitMla<tile::mla_decode_split::mla_decode_partial,
+                           tile::mla_decode_split::mla_decode_combine>();
+  MlaFn split80 = splitMla<tile::sm80::mla_decode_split::mla_decode_partial,
+                           tile::sm80::mla_decode_split::mla_decode_combine>();
+  failures += runMla("mla_decode sm_90a", mla, rng, 2, 1000, false);
+  failures += runMla("mla_decode sm_90a", mla, rng, 64, 4096, true);
+  failures += runMla("mla_split sm_90a", split90, rng, 1, 1, false);
+  failures += runMla("mla_split sm_90a", split90, rng, 2, 1000, false);
+  failures += runMla("mla_split sm_80", split80, rng, 2, 1000, false);
+  failures += runMla("mla_split sm_90a", split90, rng, 4, 16384, true);
   std::printf("attention: %s\n", failures ? "FAILED" : "all checks passed");
   return failures ? 1 : 0;
 }
