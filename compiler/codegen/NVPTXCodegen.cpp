@@ -273,6 +273,52 @@ private:
     b_.CreateAlignedStore(v, address(s.param, s.index), alignOf(s.alignBytes));
   }
 
+  void stmt(const thir::Printf &p) {
+    // vprintf(format, args): the arguments packed in a local buffer, each naturally aligned, as
+    // C's default argument promotions would pass them.
+    std::vector<llvm::Type *> types;
+    std::vector<Value *> values;
+    for (const Expr &a : p.args) {
+      if (a->type.lanes != 1)
+        bug("printf of a vector");
+      Value *v = expr(a);
+      DType t = a->type.elem;
+      if (isFloat(t))
+        v = b_.CreateFPExt(v, b_.getDoubleTy());
+      else if (t == DType::Bool)
+        v = b_.CreateZExt(v, b_.getInt32Ty());
+      else if (dtypeBits(t) < 32)
+        v = b_.CreateSExt(v, b_.getInt32Ty());
+      types.push_back(v->getType());
+      values.push_back(v);
+    }
+    auto *ptr = b_.getPtrTy(0);
+    Value *args = llvm::ConstantPointerNull::get(ptr);
+    if (!values.empty()) {
+      auto *st = llvm::StructType::get(ctx_, types);
+      llvm::IRBuilder<> entry(&fn_->getEntryBlock(), fn_->getEntryBlock().begin());
+      llvm::AllocaInst *buf = entry.CreateAlloca(st, nullptr, "printf.args");
+      for (unsigned i = 0; i < values.size(); ++i)
+        b_.CreateStore(values[i], b_.CreateStructGEP(st, buf, i));
+      args = b_.CreatePointerBitCastOrAddrSpaceCast(buf, ptr);
+    }
+    llvm::GlobalVariable *format = b_.CreateGlobalString(p.format, "printf.format", 1, &mod_);
+    llvm::FunctionCallee vprintf = mod_.getOrInsertFunction(
+        "vprintf", llvm::FunctionType::get(b_.getInt32Ty(), {ptr, ptr}, false));
+    b_.CreateCall(vprintf, {b_.CreateAddrSpaceCast(format, ptr), args});
+  }
+
+  void stmt(const thir::GlobalAtomicAdd &s) {
+    const thir::Param &p = paramAt(s.param);
+    if (p.kind != thir::ParamKind::Tensor || !(s.value->type == thir::Type{p.dtype, 1}) ||
+        p.dtype == DType::Bool)
+      bug(fmt::format("atomic add of {} into parameter '{}'", thir::typeString(s.value->type),
+                      p.name));
+    auto op = isFloat(p.dtype) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
+    b_.CreateAtomicRMW(op, address(s.param, s.index), expr(s.value),
+                       llvm::Align(dtypeBytes(p.dtype)), llvm::AtomicOrdering::Monotonic);
+  }
+
   void stmt(const thir::IfStmt &s) {
     Value *cond = expr(s.cond);
     if (!(s.cond->type == thir::Type{DType::Bool, 1}))

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <functional>
+#include <stdexcept>
 
 namespace tilec::lower {
 
@@ -385,15 +386,15 @@ void KernelLowering::lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneC
     return lowerGemm(s, *g, out);
   if (auto *u = std::get_if<tile::UseSwizzle>(&s.op))
     return lowerUseSwizzle(s, *u, out);
+  if (auto *a = std::get_if<tile::AtomicAdd>(&s.op))
+    return lowerAtomicAdd(s, *a, out);
+  if (auto *c = std::get_if<tile::Cumsum>(&s.op))
+    return lowerCumsum(s, *c, out);
+  if (auto *p = std::get_if<tile::Print>(&s.op))
+    return lowerPrint(s, *p, out, lc);
   if (std::holds_alternative<tile::AnnotateLayout>(s.op))
     return; // every shared tile of 128-byte lines is swizzled already
-  static constexpr const char *names[] = {"let",  "store",  "copy",        "fill",
-                                          "gemm", "reduce", "cumsum",      "atomic_add",
-                                          "for",  "if",     "use_swizzle", "annotate_layout",
-                                          "print"};
-  unsupported(s.loc, fmt::format("'{}' (tile operations on shared and fragment buffers come "
-                                 "with layout inference)",
-                                 names[s.op.index()]));
+  throw std::logic_error(fmt::format("lowering: no lowering for statement kind {}", s.op.index()));
 }
 
 void KernelLowering::lowerStore(const tile::Stmt &s, const tile::Store &st, thir::Body &out,

@@ -14,21 +14,6 @@ namespace {
 
 using analysis::FragmentLayout;
 
-std::vector<int64_t> constShape(const tile::BufferPtr &b) {
-  std::vector<int64_t> s;
-  for (const tile::Expr &e : b->shape)
-    s.push_back(*tile::asConstInt(e));
-  return s;
-}
-
-/// Lane `lane` of chunk `c`: the last index moves with the lane.
-std::vector<thir::Expr> laneIndex(const ChunkRef &c, int64_t lane) {
-  std::vector<thir::Expr> idx = c.index;
-  if (lane != 0)
-    idx.back() = thir::binary(thir::BinOp::Add, idx.back(), i32(lane));
-  return idx;
-}
-
 bool vectorizable(int lanes, DType t) {
   int bytes = lanes * dtypeBytes(t);
   return lanes > 1 && bytes <= 16 && (bytes & (bytes - 1)) == 0;
@@ -73,7 +58,7 @@ KernelLowering::TileEnd KernelLowering::sharedEnd(const tile::BufferPtr &b,
 }
 
 void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, const TileEnd &chip,
-                                bool toGlobal, thir::Body &out) {
+                                bool toGlobal, thir::Body &out, bool atomicAdd) {
   const FragmentLayout &l = *chip.layout;
   // Synthetic variables walk the tile's elements; the global indices follow the region.
   std::vector<tile::VarPtr> walker;
@@ -121,14 +106,16 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
       chip.write(c, lane, v, body);
       return;
     }
-    thir::GlobalStore st{gparam, off, thir::cast(chip.read(c, lane), Type{gt}), gbytes};
+    thir::Expr value = thir::cast(chip.read(c, lane), Type{gt});
+    thir::Stmt st = atomicAdd ? thir::Stmt{thir::GlobalAtomicAdd{gparam, off, value}}
+                              : thir::Stmt{thir::GlobalStore{gparam, off, value, gbytes}};
     if (always) {
-      body.push_back({std::move(st)});
+      body.push_back(std::move(st));
       return;
     }
     thir::IfStmt g;
     g.cond = ok;
-    g.then.push_back({std::move(st)});
+    g.then.push_back(std::move(st));
     body.push_back({std::move(g)});
   };
   bool lastMoves = !glob.dims.back().dropped;
@@ -149,7 +136,7 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
       guard.cond = cond;
       target = &guard.then;
     }
-    if (v > 1 && lastMoves && vectorizable(static_cast<int>(v), gt)) {
+    if (v > 1 && lastMoves && vectorizable(static_cast<int>(v), gt) && !atomicAdd) {
       // Lane 0 addresses the whole vector: in bounds and aligned -> one access.
       bindChunk(walker, ch, 0);
       thir::Expr off = offset(gbuf, globalIdx, {});
@@ -199,6 +186,50 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
     if (cond)
       out.push_back({std::move(guard)});
   }
+}
+
+void KernelLowering::lowerAtomicAdd(const tile::Stmt &s, const tile::AtomicAdd &a,
+                                    thir::Body &out) {
+  const tile::BufferPtr &dst = a.dst.buffer;
+  if (dst->scope != tile::Scope::Global) {
+    unsupported(s.loc, fmt::format("atomic_add into {} buffer '{}'", tile::scopeName(dst->scope),
+                                   dst->name));
+    return;
+  }
+  if (!a.src) {
+    // The element form outside Parallel loops: once per block, by thread 0.
+    thir::Expr v = lowerExpr(a.value, {});
+    thir::Expr off = offset(dst, a.indices, {});
+    thir::Expr ok = inBounds({dst, a.indices}, {}, 0);
+    if (!v || !off || !ok)
+      return;
+    thir::Expr first =
+        thir::binary(thir::BinOp::Eq, thir::special(thir::Special::ThreadIdxX), i32(0));
+    thir::IfStmt once;
+    once.cond = thir::binary(thir::BinOp::And, first, ok);
+    once.then.push_back(
+        {thir::GlobalAtomicAdd{dst->paramIndex, off, thir::cast(v, Type{dst->dtype})}});
+    out.push_back({std::move(once)});
+    return;
+  }
+  const tile::Region &src = *a.src;
+  if (!fullBuffer(src) || (!isOnChip(src.buffer) && src.buffer->scope != tile::Scope::Shared)) {
+    unsupported(s.loc, fmt::format("atomic_add from {} '{}' (a whole fragment or shared buffer is "
+                                   "supported)",
+                                   tile::scopeName(src.buffer->scope), src.buffer->name));
+    return;
+  }
+  if (isOnChip(src.buffer)) {
+    copyGlobal(s, a.dst, fragmentEnd(src.buffer), /*toGlobal=*/true, out, /*atomicAdd=*/true);
+    return;
+  }
+  FragmentLayout walk;
+  walk.kind = FragmentLayout::Kind::Flat;
+  walk.shape = constShape(src.buffer);
+  walk.threads = k_.threads;
+  beforeSharedRead(out);
+  copyGlobal(s, a.dst, sharedEnd(src.buffer, walk), /*toGlobal=*/true, out, /*atomicAdd=*/true);
+  smemRead_ = true;
 }
 
 void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::Body &out) {

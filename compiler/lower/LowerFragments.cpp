@@ -59,29 +59,6 @@ void collectBuffers(const tile::Body &b, std::vector<tile::BufferPtr> &out) {
   }
 }
 
-struct ReduceOp {
-  thir::BinOp combine;
-  double identity;
-  bool abs;
-};
-
-ReduceOp reduceOp(tile::ReduceKind k) {
-  const double inf = std::numeric_limits<double>::infinity();
-  switch (k) {
-  case tile::ReduceKind::Max:
-    return {thir::BinOp::Max, -inf, false};
-  case tile::ReduceKind::Min:
-    return {thir::BinOp::Min, inf, false};
-  case tile::ReduceKind::Sum:
-    return {thir::BinOp::Add, 0.0, false};
-  case tile::ReduceKind::AbsMax:
-    return {thir::BinOp::Max, 0.0, true};
-  case tile::ReduceKind::AbsSum:
-    return {thir::BinOp::Add, 0.0, true};
-  }
-  return {thir::BinOp::Add, 0.0, false};
-}
-
 } // namespace
 
 MmaWarp mmaWarp(const FragmentLayout &l) {
@@ -691,16 +668,13 @@ void KernelLowering::lowerFill(const tile::Stmt &s, const tile::Fill &f, thir::B
 
 void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thir::Body &out) {
   const tile::BufferPtr &src = r.src.buffer, &dst = r.dst.buffer;
-  if (!isOnChip(src) || !isOnChip(dst) || !fullBuffer(r.src) || !fullBuffer(r.dst) ||
-      src->shape.size() != 2 || r.dim != 1) {
-    unsupported(s.loc, "this reduction (supported: a whole 2-D fragment along its last "
-                       "dimension into a whole fragment)");
-    return;
-  }
   if (!isFloat(src->dtype)) {
     unsupported(s.loc, fmt::format("a reduction of {} values", dtypeName(src->dtype)));
     return;
   }
+  if (!isOnChip(src) || !isOnChip(dst) || !fullBuffer(r.src) || !fullBuffer(r.dst) ||
+      src->shape.size() != 2 || r.dim != 1)
+    return lowerReduceThroughShared(s, r, out);
   const FragmentLayout &ls = fragmentLayouts_.at(src->id);
   const FragmentLayout &ld = fragmentLayouts_.at(dst->id);
   // Row-wise: the source holds whole rows per thread group and the result one value per row

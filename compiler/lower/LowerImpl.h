@@ -74,6 +74,57 @@ struct ChunkRef {
   int64_t rowIter = 0;           // RowGroups / GroupReplicated: the thread's row number ri
 };
 
+/// How a reduction combines elements.
+struct ReduceOp {
+  thir::BinOp combine;
+  double identity;
+  bool abs;
+};
+inline ReduceOp reduceOp(tile::ReduceKind k) {
+  const double inf = std::numeric_limits<double>::infinity();
+  switch (k) {
+  case tile::ReduceKind::Max:
+    return {thir::BinOp::Max, -inf, false};
+  case tile::ReduceKind::Min:
+    return {thir::BinOp::Min, inf, false};
+  case tile::ReduceKind::Sum:
+    return {thir::BinOp::Add, 0.0, false};
+  case tile::ReduceKind::AbsMax:
+    return {thir::BinOp::Max, 0.0, true};
+  case tile::ReduceKind::AbsSum:
+    return {thir::BinOp::Add, 0.0, true};
+  }
+  return {thir::BinOp::Add, 0.0, false};
+}
+
+/// Lane `lane` of chunk `c`: the last index moves with the lane.
+inline std::vector<thir::Expr> laneIndex(const ChunkRef &c, int64_t lane) {
+  std::vector<thir::Expr> idx = c.index;
+  if (lane != 0)
+    idx.back() = thir::binary(thir::BinOp::Add, idx.back(), i32(lane));
+  return idx;
+}
+
+/// Row-major indices of the flat index `flat` into `shape` (Int32 expressions).
+inline std::vector<thir::Expr> unflatten(thir::Expr flat, const std::vector<int64_t> &shape) {
+  std::vector<thir::Expr> idx(shape.size());
+  int64_t stride = 1;
+  for (int d = static_cast<int>(shape.size()) - 1; d >= 0; --d) {
+    thir::Expr q = stride == 1 ? flat : thir::binary(thir::BinOp::FloorDiv, flat, i32(stride));
+    idx[d] = d == 0 ? q : thir::binary(thir::BinOp::Mod, q, i32(shape[d]));
+    stride *= shape[d];
+  }
+  return idx;
+}
+
+/// The shape of an on-chip buffer (constant by construction).
+inline std::vector<int64_t> constShape(const tile::BufferPtr &b) {
+  std::vector<int64_t> s;
+  for (const tile::Expr &e : b->shape)
+    s.push_back(*tile::asConstInt(e));
+  return s;
+}
+
 /// The element of a fragment that a Parallel loop body is being lowered for.
 struct ElementContext {
   const analysis::FragmentLayout *layout = nullptr;
@@ -171,9 +222,14 @@ private:
   TileEnd fragmentEnd(const tile::BufferPtr &b);
   TileEnd sharedEnd(const tile::BufferPtr &b, const analysis::FragmentLayout &walk);
   /// Copies between a global region and an on-chip tile, with 16-byte accesses when a chunk is
-  /// in bounds and aligned, and masked element accesses otherwise.
+  /// in bounds and aligned, and masked element accesses otherwise. `atomicAdd` (toGlobal only)
+  /// adds each element to the global one atomically instead of storing it.
   void copyGlobal(const tile::Stmt &s, const tile::Region &glob, const TileEnd &chip, bool toGlobal,
-                  thir::Body &out);
+                  thir::Body &out, bool atomicAdd = false);
+  void lowerAtomicAdd(const tile::Stmt &s, const tile::AtomicAdd &a, thir::Body &out);
+  // ---- LowerPrint.cpp ----------------------------------------------------------------------
+  void lowerPrint(const tile::Stmt &s, const tile::Print &p, thir::Body &out,
+                  const LaneContext &lc);
 
   // ---- LowerGemm.cpp: shared memory, barriers, gemm, block rasterization ---------------------
   struct SharedBuffer {
@@ -204,6 +260,22 @@ private:
   bool smemWritten_ = false, smemRead_ = false;
   void lowerFill(const tile::Stmt &s, const tile::Fill &f, thir::Body &out);
   void lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thir::Body &out);
+  // ---- LowerScan.cpp: tile operations done through shared memory ----------------------------
+  void lowerCumsum(const tile::Stmt &s, const tile::Cumsum &c, thir::Body &out);
+  /// Reductions the register paths do not cover (any rank and dimension, shared buffers): the
+  /// source in shared memory, each thread reducing whole lines serially.
+  void lowerReduceThroughShared(const tile::Stmt &s, const tile::Reduce &r, thir::Body &out);
+  /// Where element `idx` of on-chip buffer `b` lives in shared memory: its own place for a
+  /// shared buffer, a row-major scratch array of `scratchType` at `scratch` for a fragment.
+  thir::Expr tileLocation(const tile::BufferPtr &b, const std::vector<thir::Expr> &idx,
+                          int64_t scratch, DType scratchType);
+  /// Stores the slots of fragment `b` into the row-major scratch array at `scratch`.
+  void fragmentToScratch(const tile::BufferPtr &b, int64_t scratch, DType scratchType,
+                         thir::Body &out);
+  /// Loads the slots of fragment `b` from the row-major scratch array at `scratch`; with
+  /// `combine`, combines them into the slots' values instead.
+  void fragmentFromScratch(const tile::BufferPtr &b, int64_t scratch, DType scratchType,
+                           std::optional<thir::BinOp> combine, thir::Body &out);
   /// The chunks the current thread holds under `l`, in slot order.
   std::vector<ChunkRef> chunksOf(const analysis::FragmentLayout &l);
   /// Binds `vars` to lane `lane` of chunk `c` (the last index moves with the lane).

@@ -26,8 +26,8 @@ std::optional<BoundArgs> bindArgs(DiagnosticEngine &diags, const std::string &fn
       std::string list;
       for (const std::string &p : params)
         list += (list.empty() ? "" : ", ") + p;
-      diags.error(kw.loc, fmt::format("'{}' has no argument '{}' (its arguments: {})", fn, kw.name,
-                                      list));
+      diags.error(kw.loc,
+                  fmt::format("'{}' has no argument '{}' (its arguments: {})", fn, kw.name, list));
       return std::nullopt;
     }
     if (b.args[i]) {
@@ -51,8 +51,7 @@ std::string shapeText(const std::vector<tile::Expr> &shape) {
   return s + "]";
 }
 
-std::optional<tile::Region> Sema::evalRegion(const ast::Expr &e, LocalScope &scope,
-                                             bool &corner) {
+std::optional<tile::Region> Sema::evalRegion(const ast::Expr &e, LocalScope &scope, bool &corner) {
   corner = false;
   const ast::Expr *baseExpr = &e;
   auto *sub = std::get_if<ast::Subscript>(&e.node);
@@ -237,10 +236,10 @@ void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast:
     return;
   }
   if (name == "gemm") {
-    auto args = bindArgs(diags_, name, e, c,
-                     {"A", "B", "C", "transpose_A", "transpose_B", "policy", "clear_accum",
-                      "k_pack", "wg_wait"},
-                     3);
+    auto args = bindArgs(
+        diags_, name, e, c,
+        {"A", "B", "C", "transpose_A", "transpose_B", "policy", "clear_accum", "k_pack", "wg_wait"},
+        3);
     if (!args)
       return;
     tile::Gemm g;
@@ -256,9 +255,9 @@ void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast:
         return;
       }
       if (regs[i]->shape().size() != 2) {
-        diags_.error(args->get(i)->loc(), fmt::format("gemm operand {} must be 2-D, '{}' is {}",
-                                                      names[i], regs[i]->buffer->name,
-                                                      shapeText(regs[i]->shape())));
+        diags_.error(args->get(i)->loc(),
+                     fmt::format("gemm operand {} must be 2-D, '{}' is {}", names[i],
+                                 regs[i]->buffer->name, shapeText(regs[i]->shape())));
         return;
       }
     }
@@ -305,7 +304,8 @@ void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast:
         diags_.warning(args->get(i)->loc(), "gemm's k_pack and wg_wait are hints tilec ignores");
     auto dims = [](const tile::Region &r) {
       auto s = r.shape();
-      return std::make_pair(tile::asConstInt(s[0]).value_or(-1), tile::asConstInt(s[1]).value_or(-1));
+      return std::make_pair(tile::asConstInt(s[0]).value_or(-1),
+                            tile::asConstInt(s[1]).value_or(-1));
     };
     auto [a0, a1] = dims(*regs[0]);
     auto [b0, b1] = dims(*regs[1]);
@@ -334,8 +334,10 @@ void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast:
   }
   if (name.rfind("reduce_", 0) == 0) {
     static const std::map<std::string, tile::ReduceKind> kinds = {
-        {"reduce_max", tile::ReduceKind::Max},       {"reduce_sum", tile::ReduceKind::Sum},
-        {"reduce_min", tile::ReduceKind::Min},       {"reduce_absmax", tile::ReduceKind::AbsMax},
+        {"reduce_max", tile::ReduceKind::Max},
+        {"reduce_sum", tile::ReduceKind::Sum},
+        {"reduce_min", tile::ReduceKind::Min},
+        {"reduce_absmax", tile::ReduceKind::AbsMax},
         {"reduce_abssum", tile::ReduceKind::AbsSum}};
     auto args = bindArgs(diags_, name, e, c, {"buffer", "out", "dim", "clear"}, 2);
     if (!args)
@@ -359,9 +361,9 @@ void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast:
       dim = *d;
     }
     if (dim < -rank || dim >= rank) {
-      diags_.error(args->get(2) ? args->get(2)->loc() : loc,
-                   fmt::format("dim {} is out of range for the {}-D '{}'", dim, rank,
-                               src->buffer->name));
+      diags_.error(
+          args->get(2) ? args->get(2)->loc() : loc,
+          fmt::format("dim {} is out of range for the {}-D '{}'", dim, rank, src->buffer->name));
       return;
     }
     if (dim < 0)
@@ -421,8 +423,8 @@ void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast:
       dim = *d;
     }
     if (dim < -rank || dim >= rank) {
-      diags_.error(args->get(2)->loc(), fmt::format("dim {} is out of range for the {}-D '{}'",
-                                                    dim, rank, src->buffer->name));
+      diags_.error(args->get(2)->loc(), fmt::format("dim {} is out of range for the {}-D '{}'", dim,
+                                                    rank, src->buffer->name));
       return;
     }
     auto rev = constBool(args->get(3), false, "reverse");
@@ -442,10 +444,18 @@ void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast:
     if (sub)
       for (const ast::ExprPtr &i : sub->indices)
         elementForm = elementForm && !std::holds_alternative<ast::Slice>(i->node);
-    auto valueVal = eval(*args->get(1), scope);
-    if (!valueVal)
-      return;
-    bool valueIsScalar = std::holds_alternative<ExprVal>(*valueVal);
+    // A sliced value (`F[0:64]`) is a region; evaluating it as a value would reject the slice.
+    bool valueSliced = false;
+    if (auto *vs = std::get_if<ast::Subscript>(&args->get(1)->node))
+      for (const ast::ExprPtr &i : vs->indices)
+        valueSliced = valueSliced || std::holds_alternative<ast::Slice>(i->node);
+    std::optional<Value> valueVal;
+    if (!valueSliced) {
+      valueVal = eval(*args->get(1), scope);
+      if (!valueVal)
+        return;
+    }
+    bool valueIsScalar = valueVal && std::holds_alternative<ExprVal>(*valueVal);
     if (elementForm && valueIsScalar) {
       auto ld = evalSubscript(*args->get(0), *sub, scope);
       if (!ld)
@@ -472,7 +482,8 @@ void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast:
       op.dst = std::move(*dst);
       op.src = std::move(*src);
     }
-    if (op.dst.buffer->scope != tile::Scope::Global && op.dst.buffer->scope != tile::Scope::Shared) {
+    if (op.dst.buffer->scope != tile::Scope::Global &&
+        op.dst.buffer->scope != tile::Scope::Shared) {
       diags_.error(args->get(0)->loc(), "atomic_add writes to a global or shared buffer");
       return;
     }

@@ -313,6 +313,19 @@ private:
     line(depth, fmt::format("store {}[{}] = {}, align {}", paramName(s.param, k), expr(s.index, k),
                             expr(s.value, k), s.alignBytes));
   }
+  void stmt(const Printf &p, const Kernel &k, int depth) {
+    std::string args;
+    for (const Expr &a : p.args)
+      args += ", " + expr(a, k);
+    std::string f;
+    for (char c : p.format)
+      f += c == '\n' ? std::string("\\n") : c == '"' ? std::string("\\\"") : std::string(1, c);
+    line(depth, fmt::format("printf \"{}\"{}", f, args));
+  }
+  void stmt(const GlobalAtomicAdd &s, const Kernel &k, int depth) {
+    line(depth, fmt::format("atomic_add {}[{}] += {}", paramName(s.param, k), expr(s.index, k),
+                            expr(s.value, k)));
+  }
   void stmt(const IfStmt &s, const Kernel &k, int depth) {
     line(depth, fmt::format("if {}:", expr(s.cond, k)));
     body(s.then, k, depth + 1);

@@ -203,6 +203,19 @@ struct GlobalStore {
   Expr value;
   int alignBytes;
 };
+/// Adds `value` (scalar) to element `index` of global tensor parameter `param` atomically
+/// (relaxed, device scope).
+struct GlobalAtomicAdd {
+  int param;
+  Expr index;
+  Expr value;
+};
+/// Device printf (vprintf): `format` with printf conversions for `args` (scalars; floats are
+/// passed as double, integers of up to 32 bits as int, 64-bit ones as long long).
+struct Printf {
+  std::string format;
+  std::vector<Expr> args;
+};
 struct IfStmt {
   Expr cond;
   Body then;
@@ -230,7 +243,7 @@ struct SharedStore {
 
 struct Stmt {
   std::variant<DeclVar, AssignVar, GlobalStore, IfStmt, ForStmt, Barrier, SharedStore,
-               FenceProxyAsync>
+               FenceProxyAsync, GlobalAtomicAdd, Printf>
       op;
 };
 

@@ -75,9 +75,8 @@ int runRelu(const char *arch, ReluFn fn, std::mt19937 &rng, const Case &c) {
   double ms = 0;
   if (!c.full)
     ms = medianMs([&] { CK(fn(nullptr, da, db, dc, c.M, c.K, c.N)); }, 5, 20);
-  std::printf("gemm_relu      %-7s M=%-5lld N=%-5lld K=%-5lld rel.err %.2e unwritten %lld %s",
-              arch, (long long)c.M, (long long)c.N, (long long)c.K, e.rel, poisoned,
-              ok ? "ok" : "FAIL");
+  std::printf("gemm_relu      %-7s M=%-5lld N=%-5lld K=%-5lld rel.err %.2e unwritten %lld %s", arch,
+              (long long)c.M, (long long)c.N, (long long)c.K, e.rel, poisoned, ok ? "ok" : "FAIL");
   if (ms > 0)
     std::printf("  %.3f ms  %.1f TFLOP/s", ms, 2.0 * c.M * c.N * c.K / ms / 1e9);
   std::printf("\n");
@@ -139,9 +138,8 @@ int runGelu(const char *arch, GeluFn fn, std::mt19937 &rng, const Case &c) {
   double ms = 0;
   if (!c.full)
     ms = medianMs([&] { CK(fn(nullptr, da, db, dbias, dc, c.M, c.K, c.N)); }, 5, 20);
-  std::printf("gemm_bias_gelu %-7s M=%-5lld N=%-5lld K=%-5lld rel.err %.2e unwritten %lld %s",
-              arch, (long long)c.M, (long long)c.N, (long long)c.K, e.rel, poisoned,
-              ok ? "ok" : "FAIL");
+  std::printf("gemm_bias_gelu %-7s M=%-5lld N=%-5lld K=%-5lld rel.err %.2e unwritten %lld %s", arch,
+              (long long)c.M, (long long)c.N, (long long)c.K, e.rel, poisoned, ok ? "ok" : "FAIL");
   if (ms > 0)
     std::printf("  %.3f ms  %.1f TFLOP/s", ms, 2.0 * c.M * c.N * c.K / ms / 1e9);
   std::printf("\n");
@@ -159,8 +157,11 @@ int main() {
   std::random_device rd;
   std::mt19937 rng(rd());
   int failures = 0;
-  const Case cases[] = {{1, 1, 16, true},        {1000, 1000, 1000, true}, {128, 256, 64, true},
-                        {333, 517, 200, true},   {4096, 4096, 4096, false}};
+  const Case cases[] = {{1, 1, 16, true},
+                        {1000, 1000, 1000, true},
+                        {128, 256, 64, true},
+                        {333, 517, 200, true},
+                        {4096, 4096, 4096, false}};
   for (const Case &c : cases) {
     failures += runRelu("sm_90a", tile::gemm_relu::matmul_relu, rng, c);
     failures += runRelu("sm_80", tile::sm80::gemm_relu::matmul_relu, rng, c);

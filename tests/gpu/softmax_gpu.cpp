@@ -67,8 +67,9 @@ int run(const char *arch, SoftmaxFn fn) {
     std::printf("%-8lld %-10.2e %-6lld %10.4f %10.1f %10.1f %s%s\n", static_cast<long long>(M),
                 e.rel, e.nan, ms, gbs, copy, ok ? "ok" : "FAIL", tailOk ? "" : " (wrote past end)");
     if (M == (int64_t{1} << 16))
-      std::printf("RESULT softmax %s M=65536 N=1024 fp16: %.1f GB/s = %.1f%% of d2d copy %.1f GB/s\n",
-                  arch, gbs, 100 * gbs / copy, copy);
+      std::printf(
+          "RESULT softmax %s M=65536 N=1024 fp16: %.1f GB/s = %.1f%% of d2d copy %.1f GB/s\n", arch,
+          gbs, 100 * gbs / copy, copy);
     CK(cuMemFree(dx));
     CK(cuMemFree(dy));
   }

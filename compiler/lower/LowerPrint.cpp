@@ -1,0 +1,104 @@
+// print: device printf. A value is printed by every thread that runs the statement, a fragment
+// by every thread for the elements it holds, a shared buffer by thread 0 of each block; each line
+// names the block (and thread) so that the interleaved output of a launch can be sorted out.
+#include "lower/LowerImpl.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+namespace tilec::lower::detail {
+
+namespace {
+
+std::string conversion(DType t) {
+  if (isFloat(t))
+    return "%.7g";
+  return dtypeBits(t) > 32 ? "%lld" : "%d";
+}
+
+/// `msg` with '%' doubled, so that printf prints it as written.
+std::string literal(const std::string &msg) {
+  std::string out;
+  for (char c : msg)
+    out += c == '%' ? std::string("%%") : std::string(1, c);
+  return out;
+}
+
+} // namespace
+
+void KernelLowering::lowerPrint(const tile::Stmt &s, const tile::Print &p, thir::Body &out,
+                                const LaneContext &lc) {
+  // Parallel bodies with anything but element assignments are not vectorized.
+  if (lc.lanes > 1)
+    throw std::logic_error("print in a vectorized Parallel body");
+  std::string prefix = p.message.empty() ? "" : literal(p.message) + ": ";
+  std::vector<thir::Expr> args = {thir::special(thir::Special::BlockIdxX),
+                                  thir::special(thir::Special::BlockIdxY),
+                                  thir::special(thir::Special::BlockIdxZ)};
+  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  prefix += "block (%d, %d, %d) ";
+  if (!p.buffer) {
+    thir::Expr v = lowerExpr(p.value, {});
+    if (!v)
+      return;
+    args.push_back(tid);
+    args.push_back(v);
+    out.push_back({thir::Printf{prefix + "thread %d: " + conversion(v->type.elem) + "\n", args}});
+    return;
+  }
+  const tile::BufferPtr &b = p.buffer->buffer;
+  if (!fullBuffer(*p.buffer) || b->scope == tile::Scope::Global) {
+    unsupported(s.loc, fmt::format("print of {} (whole shared buffers and fragments are supported)",
+                                   b->scope == tile::Scope::Global
+                                       ? fmt::format("global tensor '{}'", b->name)
+                                       : fmt::format("a part of '{}'", b->name)));
+    return;
+  }
+  std::vector<int64_t> shape = constShape(b);
+  std::string where = b->name + "[";
+  for (size_t d = 0; d < shape.size(); ++d)
+    where += d ? ", %d" : "%d";
+  where += "] = " + conversion(b->dtype) + "\n";
+  auto line = [&](std::vector<thir::Expr> head, const std::vector<thir::Expr> &idx,
+                  thir::Expr value, const std::string &format) {
+    head.insert(head.end(), idx.begin(), idx.end());
+    head.push_back(value);
+    return thir::Stmt{thir::Printf{format, std::move(head)}};
+  };
+  if (b->scope == tile::Scope::Shared) {
+    beforeSharedRead(out);
+    int64_t total = 1;
+    for (int64_t d : shape)
+      total *= d;
+    thir::ForStmt loop;
+    loop.var = nextVar_++;
+    loop.varType = Type{DType::Int32};
+    loop.begin = i32(0);
+    loop.end = i32(total);
+    loop.step = i32(1);
+    std::vector<thir::Expr> idx = unflatten(thir::var(loop.var, Type{DType::Int32}), shape);
+    loop.body.push_back(
+        line(args, idx, thir::sharedLoad(sharedOffset(b, idx), Type{b->dtype}), prefix + where));
+    thir::IfStmt first;
+    first.cond = thir::binary(thir::BinOp::Eq, tid, i32(0));
+    first.then.push_back({std::move(loop)});
+    out.push_back({std::move(first)});
+    smemRead_ = true;
+    return;
+  }
+  // Fragment or local buffer: each thread its own slots.
+  args.push_back(tid);
+  const analysis::FragmentLayout &l = fragmentLayouts_.at(b->id);
+  for (const ChunkRef &ch : chunksOf(l))
+    for (int64_t lane = 0; lane < l.vector; ++lane) {
+      thir::Stmt st = line(args, laneIndex(ch, lane), slotVar(b, ch.slot0 + lane),
+                           prefix + "thread %d " + where);
+      if (ch.guard)
+        out.push_back({thir::IfStmt{ch.guard, {st}, {}}});
+      else
+        out.push_back(std::move(st));
+    }
+}
+
+} // namespace tilec::lower::detail
