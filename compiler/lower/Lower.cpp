@@ -552,8 +552,15 @@ void KernelLowering::lowerParallel(const tile::Stmt &s, const tile::For &f, thir
     gatherAccesses(f.body, accesses);
     LaneContext lc{v, f.vars.back()->id};
     bindVars(flat);
-    thir::Expr ok;
-    auto conj = [&](thir::Expr c) { ok = ok ? thir::binary(thir::BinOp::And, ok, c) : c; };
+    // Identical conditions (the same access repeated) are tested once, and the rest combined
+    // as a balanced tree: a body of thousands of accesses must not become an expression
+    // thousands deep (every later stage recurses over expressions).
+    std::vector<thir::Expr> conds;
+    std::set<std::string> seen;
+    auto conj = [&](thir::Expr c) {
+      if (seen.insert(thir::printExpr(c, out_)).second)
+        conds.push_back(c);
+    };
     for (const Access &a : accesses) {
       bool moves = dependsOnLanesIndex(a.indices, lc);
       thir::Expr inb = inBounds(a, lc, moves ? v - 1 : 0);
@@ -567,6 +574,7 @@ void KernelLowering::lowerParallel(const tile::Stmt &s, const tile::For &f, thir
                           thir::constInt(0)));
       }
     }
+    thir::Expr ok = balancedAnd(conds);
     thir::Body fast;
     declaredHere_ = savedDeclared;
     lowerBody(f.body, fast, lc);

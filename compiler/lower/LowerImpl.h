@@ -6,6 +6,8 @@
 #include "analysis/ParallelLayout.h"
 #include "lower/Lower.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <limits>
 #include <map>
@@ -73,6 +75,18 @@ struct ChunkRef {
   std::vector<Interval> range;   // the values those indices take over all threads
   int64_t rowIter = 0;           // RowGroups / GroupReplicated: the thread's row number ri
 };
+
+/// The conjunction of `conds` as a balanced tree (null when empty).
+inline thir::Expr balancedAnd(const std::vector<thir::Expr> &conds, size_t lo = 0,
+                              size_t hi = SIZE_MAX) {
+  hi = std::min(hi, conds.size());
+  if (lo >= hi)
+    return nullptr;
+  if (hi - lo == 1)
+    return conds[lo];
+  size_t mid = lo + (hi - lo) / 2;
+  return thir::binary(thir::BinOp::And, balancedAnd(conds, lo, mid), balancedAnd(conds, mid, hi));
+}
 
 /// How a reduction combines elements.
 struct ReduceOp {
