@@ -23,8 +23,8 @@ const std::set<std::string> &builtinNames() {
       "reduce_abssum", "cumsum", "atomic_add", "use_swizzle", "annotate_layout",
       "make_swizzled_layout", "print",
       // scalar functions
-      "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "erf",
-      "sigmoid", "floor", "ceil", "pow", "cast", "ceildiv", "infinity", "if_then_else",
+      "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "erf", "sigmoid",
+      "floor", "ceil", "pow", "cast", "ceildiv", "infinity", "if_then_else",
       // namespaces
       "T", "GemmWarpPolicy"};
   return names;
@@ -33,9 +33,9 @@ const std::set<std::string> &builtinNames() {
 std::optional<tile::UnOp> unaryBuiltin(const std::string &n) {
   using tile::UnOp;
   static const std::map<std::string, UnOp> ops = {
-      {"abs", UnOp::Abs},     {"exp", UnOp::Exp},         {"exp2", UnOp::Exp2},
-      {"log", UnOp::Log},     {"log2", UnOp::Log2},       {"sqrt", UnOp::Sqrt},
-      {"rsqrt", UnOp::Rsqrt}, {"tanh", UnOp::Tanh},       {"erf", UnOp::Erf},
+      {"abs", UnOp::Abs},         {"exp", UnOp::Exp},     {"exp2", UnOp::Exp2},
+      {"log", UnOp::Log},         {"log2", UnOp::Log2},   {"sqrt", UnOp::Sqrt},
+      {"rsqrt", UnOp::Rsqrt},     {"tanh", UnOp::Tanh},   {"erf", UnOp::Erf},
       {"sigmoid", UnOp::Sigmoid}, {"floor", UnOp::Floor}, {"ceil", UnOp::Ceil}};
   auto it = ops.find(n);
   if (it == ops.end())
@@ -44,10 +44,20 @@ std::optional<tile::UnOp> unaryBuiltin(const std::string &n) {
 }
 
 bool isTileOp(const std::string &n) {
-  static const std::set<std::string> ops = {
-      "copy",       "clear",         "fill",          "gemm",        "reduce_max",
-      "reduce_sum", "reduce_min",    "reduce_absmax", "reduce_abssum", "cumsum",
-      "atomic_add", "use_swizzle",   "annotate_layout", "print"};
+  static const std::set<std::string> ops = {"copy",
+                                            "clear",
+                                            "fill",
+                                            "gemm",
+                                            "reduce_max",
+                                            "reduce_sum",
+                                            "reduce_min",
+                                            "reduce_absmax",
+                                            "reduce_abssum",
+                                            "cumsum",
+                                            "atomic_add",
+                                            "use_swizzle",
+                                            "annotate_layout",
+                                            "print"};
   return ops.count(n) != 0;
 }
 
@@ -131,8 +141,7 @@ tile::Expr Sema::evalInt(const ast::Expr &e, LocalScope &scope, const char *what
   return x;
 }
 
-std::optional<int64_t> Sema::evalConstInt(const ast::Expr &e, LocalScope &scope,
-                                          const char *what) {
+std::optional<int64_t> Sema::evalConstInt(const ast::Expr &e, LocalScope &scope, const char *what) {
   tile::Expr x = evalInt(e, scope, what);
   if (!x)
     return std::nullopt;
@@ -175,13 +184,21 @@ std::optional<DType> Sema::evalDType(const ast::Expr &e, LocalScope &scope) {
 tile::Expr Sema::binary(ast::BinaryOp op, tile::Expr a, tile::Expr b, SourceLoc loc) {
   using ast::BinaryOp;
   using tile::BinOp;
-  static const std::map<BinaryOp, BinOp> map = {
-      {BinaryOp::Add, BinOp::Add}, {BinaryOp::Sub, BinOp::Sub}, {BinaryOp::Mul, BinOp::Mul},
-      {BinaryOp::Div, BinOp::Div}, {BinaryOp::FloorDiv, BinOp::FloorDiv},
-      {BinaryOp::Mod, BinOp::Mod}, {BinaryOp::Pow, BinOp::Pow}, {BinaryOp::Eq, BinOp::Eq},
-      {BinaryOp::Ne, BinOp::Ne},   {BinaryOp::Lt, BinOp::Lt},   {BinaryOp::Le, BinOp::Le},
-      {BinaryOp::Gt, BinOp::Gt},   {BinaryOp::Ge, BinOp::Ge},   {BinaryOp::And, BinOp::And},
-      {BinaryOp::Or, BinOp::Or}};
+  static const std::map<BinaryOp, BinOp> map = {{BinaryOp::Add, BinOp::Add},
+                                                {BinaryOp::Sub, BinOp::Sub},
+                                                {BinaryOp::Mul, BinOp::Mul},
+                                                {BinaryOp::Div, BinOp::Div},
+                                                {BinaryOp::FloorDiv, BinOp::FloorDiv},
+                                                {BinaryOp::Mod, BinOp::Mod},
+                                                {BinaryOp::Pow, BinOp::Pow},
+                                                {BinaryOp::Eq, BinOp::Eq},
+                                                {BinaryOp::Ne, BinOp::Ne},
+                                                {BinaryOp::Lt, BinOp::Lt},
+                                                {BinaryOp::Le, BinOp::Le},
+                                                {BinaryOp::Gt, BinOp::Gt},
+                                                {BinaryOp::Ge, BinOp::Ge},
+                                                {BinaryOp::And, BinOp::And},
+                                                {BinaryOp::Or, BinOp::Or}};
   BinOp bop = map.at(op);
   bool intA = !isFloat(a->dtype), intB = !isFloat(b->dtype);
   if (bop == BinOp::Div && intA && intB) {
@@ -198,8 +215,8 @@ tile::Expr Sema::binary(ast::BinaryOp op, tile::Expr a, tile::Expr b, SourceLoc 
   bool arith = bop <= BinOp::Max;
   if (arith && (a->dtype == DType::Bool || b->dtype == DType::Bool) && bop != BinOp::Min &&
       bop != BinOp::Max) {
-    diags_.error(loc, fmt::format("arithmetic '{}' on a bool; cast it first",
-                                  ast::binaryOpSpelling(op)));
+    diags_.error(
+        loc, fmt::format("arithmetic '{}' on a bool; cast it first", ast::binaryOpSpelling(op)));
     return nullptr;
   }
   if (bop == BinOp::Pow && intA && intB) {
@@ -407,8 +424,8 @@ std::optional<Value> Sema::evalSubscript(const ast::Expr &e, const ast::Subscrip
   }
   const tile::BufferPtr &buf = b->buffer;
   if (buf->scope == tile::Scope::Var) {
-    diags_.error(e.loc(), fmt::format("'{}' is an alloc_var scalar; use it without an index",
-                                      buf->name));
+    diags_.error(e.loc(),
+                 fmt::format("'{}' is an alloc_var scalar; use it without an index", buf->name));
     return std::nullopt;
   }
   if (s.indices.size() != buf->shape.size()) {
@@ -430,8 +447,8 @@ std::optional<Value> Sema::evalSubscript(const ast::Expr &e, const ast::Subscrip
       auto n = tile::asConstInt(buf->shape[d]);
       if (c && n && (*c < 0 || *c >= *n)) {
         diags_.error(s.indices[d]->loc(),
-                     fmt::format("index {} is out of bounds for dimension {} of '{}' (size {})",
-                                 *c, d, buf->name, *n));
+                     fmt::format("index {} is out of bounds for dimension {} of '{}' (size {})", *c,
+                                 d, buf->name, *n));
         return std::nullopt;
       }
     }
@@ -473,11 +490,11 @@ std::optional<Value> Sema::evalBuiltinCall(const std::string &name, const ast::E
     if (c.args.size() >= lo && c.args.size() <= hi)
       return true;
     if (lo == hi)
-      diags_.error(loc, fmt::format("'{}' takes {} argument(s), {} given", name, lo,
-                                    c.args.size()));
+      diags_.error(loc,
+                   fmt::format("'{}' takes {} argument(s), {} given", name, lo, c.args.size()));
     else
-      diags_.error(loc, fmt::format("'{}' takes {} to {} arguments, {} given", name, lo, hi,
-                                    c.args.size()));
+      diags_.error(
+          loc, fmt::format("'{}' takes {} to {} arguments, {} given", name, lo, hi, c.args.size()));
     return false;
   };
   if (auto op = unaryBuiltin(name)) {
@@ -529,8 +546,7 @@ std::optional<Value> Sema::evalBuiltinCall(const std::string &name, const ast::E
       return std::nullopt;
     auto cb = tile::asConstInt(b);
     if (cb && *cb <= 0) {
-      diags_.error(c.args[1]->loc(),
-                   fmt::format("ceildiv divisor must be positive, got {}", *cb));
+      diags_.error(c.args[1]->loc(), fmt::format("ceildiv divisor must be positive, got {}", *cb));
       return std::nullopt;
     }
     tile::Expr num = binary(ast::BinaryOp::Sub, binary(ast::BinaryOp::Add, a, b, loc),
@@ -690,6 +706,7 @@ std::optional<Value> Sema::expandMacro(const MacroVal &m, const ast::Expr &e, co
   LocalScope inner;
   inner.module = m.scope;
   inner.exprMacro = !asStatement;
+  inheritParallel(inner, scope);
   if (c.args.size() > def.params.size()) {
     diags_.error(e.loc(), fmt::format("macro '{}' takes {} argument(s), {} given", def.name,
                                       def.params.size(), c.args.size()));
@@ -734,8 +751,8 @@ std::optional<Value> Sema::expandMacro(const MacroVal &m, const ast::Expr &e, co
   for (const ast::StmtPtr &s : def.body) {
     if (auto *r = std::get_if<ast::Return>(&s->node)) {
       if (!r->value) {
-        diags_.error(s->loc(), fmt::format("macro '{}' is used as a value but returns nothing",
-                                           def.name));
+        diags_.error(s->loc(),
+                     fmt::format("macro '{}' is used as a value but returns nothing", def.name));
         return std::nullopt;
       }
       auto v = eval(*r->value, inner);
@@ -772,8 +789,7 @@ std::optional<Value> Sema::expandMacro(const MacroVal &m, const ast::Expr &e, co
     diags_.note(e.loc(), "expanded from here");
     return std::nullopt;
   }
-  diags_.error(e.loc(), fmt::format("macro '{}' is used as a value but has no 'return'",
-                                    def.name));
+  diags_.error(e.loc(), fmt::format("macro '{}' is used as a value but has no 'return'", def.name));
   return std::nullopt;
 }
 

@@ -80,6 +80,16 @@ struct LocalScope {
   bool exprMacro = false;
 };
 
+/// A macro body is checked where it is expanded: expanded inside a Parallel loop, what a
+/// Parallel body may not contain (tile operations, nested Parallel loops) stays forbidden in it.
+inline void inheritParallel(LocalScope &macroScope, const LocalScope &callSite) {
+  for (const LocalScope *sc = &callSite; sc; sc = sc->parent)
+    if (sc->names.count("<parallel>")) {
+      macroScope.names["<parallel>"] = BuiltinVal{"<parallel>"};
+      return;
+    }
+}
+
 class Sema {
 public:
   Sema(SourceManager &sm, DiagnosticEngine &diags, const Options &opts)
@@ -127,10 +137,8 @@ private:
                                           const ast::Call &c, LocalScope &scope);
   /// A tile operand: a buffer, `buf[corner...]` (extent from the other operand) or a sliced region.
   std::optional<tile::Region> evalRegion(const ast::Expr &e, LocalScope &scope, bool &corner);
-  bool completeRegions(tile::Region &a, bool cornerA, tile::Region &b, bool cornerB,
-                       SourceLoc loc);
-  bool checkSameShape(const tile::Region &a, const tile::Region &b, SourceLoc loc,
-                      const char *op);
+  bool completeRegions(tile::Region &a, bool cornerA, tile::Region &b, bool cornerB, SourceLoc loc);
+  bool checkSameShape(const tile::Region &a, const tile::Region &b, SourceLoc loc, const char *op);
   tile::VarPtr newVar(std::string name, DType t, tile::VarKind kind, SourceLoc loc, int index = 0);
   tile::BufferPtr findBufferAssignedVar(const std::string &name, LocalScope &scope);
 

@@ -17,8 +17,7 @@ std::optional<tile::Program> analyze(const ast::Module &main, SourceManager &sm,
   return s.run(main);
 }
 
-tile::VarPtr Sema::newVar(std::string name, DType t, tile::VarKind kind, SourceLoc loc,
-                          int index) {
+tile::VarPtr Sema::newVar(std::string name, DType t, tile::VarKind kind, SourceLoc loc, int index) {
   return std::make_shared<tile::Var>(tile::Var{nextVarId_++, std::move(name), t, kind, loc, index});
 }
 
@@ -201,8 +200,8 @@ bool Sema::loadModule(const ast::Module &m, ModuleScope &scope) {
         else if (d.name == "macro" || d.name == "T.macro")
           isMacro = true;
         else
-          diags_.error(d.loc, fmt::format("unknown decorator '@{}'; expected @kernel or @macro",
-                                          d.name));
+          diags_.error(d.loc,
+                       fmt::format("unknown decorator '@{}'; expected @kernel or @macro", d.name));
         if (d.name == "macro" && d.call)
           diags_.error(d.loc, "@macro takes no arguments");
       }
@@ -251,9 +250,8 @@ std::optional<Value> Sema::parseDefine(const std::string &name, const std::strin
   auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), iv, base);
   if (ec == std::errc() && p == digits.data() + digits.size() && !digits.empty()) {
     iv = neg ? -iv : iv;
-    return ExprVal{tile::intImm(iv, (iv >= INT32_MIN && iv <= INT32_MAX) ? DType::Int32
-                                                                          : DType::Int64,
-                                loc)};
+    return ExprVal{
+        tile::intImm(iv, (iv >= INT32_MIN && iv <= INT32_MAX) ? DType::Int32 : DType::Int64, loc)};
   }
   if (!t.empty()) {
     char *end = nullptr;
@@ -345,8 +343,7 @@ bool Sema::analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope)
     for (const ast::Expr *d : dimExprs) {
       auto *name = std::get_if<ast::Name>(&d->node);
       bool known = name && (scope.names.count(name->id) || scope.module->names.count(name->id));
-      if (name && !known && !opts_.defines.count(name->id) &&
-          !parseDType(name->id)) {
+      if (name && !known && !opts_.defines.count(name->id) && !parseDType(name->id)) {
         // A free name is a symbolic dimension, shared by every shape that names it.
         tile::VarPtr dim = newVar(name->id, DType::Int32, tile::VarKind::Dim, d->loc(),
                                   static_cast<int>(k.dims.size()));
@@ -377,8 +374,8 @@ bool Sema::analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope)
       }
       if (auto c = tile::asConstInt(ev->expr)) {
         if (*c <= 0 || *c > INT32_MAX) {
-          diags_.error(d->loc(), fmt::format("tensor dimension {} is out of range (1 .. 2^31-1)",
-                                             *c));
+          diags_.error(d->loc(),
+                       fmt::format("tensor dimension {} is out of range (1 .. 2^31-1)", *c));
           return false;
         }
         shape.push_back(tile::intImm(*c));
@@ -420,8 +417,8 @@ bool Sema::analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope)
     diags_.error(ann.loc(), "not supported yet: float8 scalar parameters");
     return false;
   }
-  tile::VarPtr v = newVar(p.name, *dt, tile::VarKind::ScalarParam, p.loc,
-                          static_cast<int>(k.params.size()));
+  tile::VarPtr v =
+      newVar(p.name, *dt, tile::VarKind::ScalarParam, p.loc, static_cast<int>(k.params.size()));
   k.params.push_back({tile::ParamKind::Scalar, nullptr, v});
   scope.names[p.name] = ExprVal{tile::varRef(v, p.loc)};
   return true;
@@ -478,8 +475,9 @@ std::optional<tile::Kernel> Sema::analyzeKernel(const ast::FuncDef &def,
       continue;
     auto *w = std::get_if<ast::With>(&s->node);
     if (!w || with) {
-      diags_.error(s->loc(), with ? "a kernel has exactly one 'with Kernel(...)' block"
-                                  : "statements of a kernel go inside its 'with Kernel(...)' block");
+      diags_.error(s->loc(), with
+                                 ? "a kernel has exactly one 'with Kernel(...)' block"
+                                 : "statements of a kernel go inside its 'with Kernel(...)' block");
       continue;
     }
     with = w;

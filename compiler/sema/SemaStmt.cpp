@@ -125,8 +125,8 @@ void Sema::analyzeAssign(const ast::Stmt &s, const ast::Expr &target, tile::Expr
         continue;
       if (auto *b = std::get_if<BufferVal>(&it->second)) {
         if (b->buffer->scope == tile::Scope::Var) {
-          out.push_back({s.loc(), tile::Store{b->buffer, {}, tile::makeCast(value,
-                                                                             b->buffer->dtype)}});
+          out.push_back(
+              {s.loc(), tile::Store{b->buffer, {}, tile::makeCast(value, b->buffer->dtype)}});
           return;
         }
         diags_.error(target.loc(), fmt::format("cannot assign to buffer '{}'; write its elements "
@@ -156,8 +156,8 @@ void Sema::analyzeAssign(const ast::Stmt &s, const ast::Expr &target, tile::Expr
     if (scope.module)
       if (auto it = scope.module->names.find(n->id); it != scope.module->names.end()) {
         const Value &tv = it->second;
-        const char *what = std::holds_alternative<MacroVal>(tv)    ? "a macro"
-                           : std::holds_alternative<ModuleVal>(tv) ? "a module"
+        const char *what = std::holds_alternative<MacroVal>(tv)     ? "a macro"
+                           : std::holds_alternative<ModuleVal>(tv)  ? "a module"
                            : std::holds_alternative<BuiltinVal>(tv) ? "a kernel"
                                                                     : "a constant";
         diags_.error(target.loc(), fmt::format("cannot assign to '{}': it is {}", n->id, what));
@@ -218,6 +218,7 @@ void Sema::analyzeStmt(const ast::Stmt &s, LocalScope &scope, tile::Body &out) {
             const ast::FuncDef &def = *m->def;
             LocalScope inner;
             inner.module = m->scope;
+            inheritParallel(inner, scope);
             if (call->args.size() != def.params.size() || !call->kwargs.empty()) {
               diags_.error(s.loc(), fmt::format("macro '{}' takes {} positional argument(s), "
                                                 "{} given",
@@ -427,9 +428,8 @@ void Sema::analyzeFor(const ast::Stmt &s, const ast::For &f, LocalScope &scope, 
       }
       for (int which = 4; which <= 5; ++which)
         if (args->get(which))
-          diags_.error(args->get(which)->loc(),
-                       fmt::format("not supported yet: Pipelined({}=...)",
-                                   which == 4 ? "group" : "sync"));
+          diags_.error(args->get(which)->loc(), fmt::format("not supported yet: Pipelined({}=...)",
+                                                            which == 4 ? "group" : "sync"));
     } else {
       loop.kind = kind == "unroll" ? tile::LoopKind::Unroll : tile::LoopKind::Serial;
       if (call->args.empty() || call->args.size() > 3 || !call->kwargs.empty()) {
@@ -464,8 +464,8 @@ void Sema::analyzeFor(const ast::Stmt &s, const ast::For &f, LocalScope &scope, 
                                : tile::makeBinary(tile::BinOp::Sub, begin, end);
       int64_t ast = st > 0 ? st : -st;
       tile::Expr count = tile::makeBinary(
-          tile::BinOp::FloorDiv,
-          tile::makeBinary(tile::BinOp::Add, span, tile::intImm(ast - 1)), tile::intImm(ast));
+          tile::BinOp::FloorDiv, tile::makeBinary(tile::BinOp::Add, span, tile::intImm(ast - 1)),
+          tile::intImm(ast));
       count = tile::makeBinary(tile::BinOp::Max, count, tile::intImm(0));
       if (loop.kind == tile::LoopKind::Unroll) {
         auto c = tile::asConstInt(count);
@@ -474,8 +474,8 @@ void Sema::analyzeFor(const ast::Stmt &s, const ast::For &f, LocalScope &scope, 
           return;
         }
         if (*c > 1024) {
-          diags_.error(f.iter->loc(), fmt::format("unroll of {} iterations; the limit is 1024",
-                                                  *c));
+          diags_.error(f.iter->loc(),
+                       fmt::format("unroll of {} iterations; the limit is 1024", *c));
           return;
         }
         if (*c > 0 && unrollCopies_ * *c > kMaxUnrolledCopies) {
