@@ -79,7 +79,8 @@ std::optional<thir::Kernel> KernelLowering::run() {
       out_.body.push_back({thir::DeclVar{id, Type{b->dtype}, init}});
     }
   }
-  if (!verifyFragmentLowering() || !planShared() || !declareFragments(out_.body))
+  if (!verifyFragmentLowering() || !checkRegisterLimit() || !planShared() ||
+      !declareFragments(out_.body))
     return std::nullopt;
   lowerBody(k_.body, out_.body, {});
   if (failed_ || !checkSharedLimit())
@@ -87,6 +88,33 @@ std::optional<thir::Kernel> KernelLowering::run() {
   for (auto &[param, align] : paramAlign_)
     out_.params[param].alignBytes = std::max(out_.params[param].alignBytes, align);
   return std::move(out_);
+}
+
+bool KernelLowering::checkRegisterLimit() {
+  // A thread has at most 255 32-bit registers; fragments beyond that could only live in local
+  // memory, which defeats their purpose (and every fragment index is a register name).
+  constexpr int64_t limit = 255;
+  int64_t total = 0, largest = 0;
+  const tile::Buffer *big = nullptr;
+  for (const tile::BufferPtr &b : k_.buffers) {
+    auto it = fragmentLayouts_.find(b->id);
+    if (it == fragmentLayouts_.end())
+      continue;
+    int64_t regs = (it->second.slots() * dtypeBytes(b->dtype) + 3) / 4;
+    total += regs;
+    if (regs > largest) {
+      largest = regs;
+      big = b.get();
+    }
+  }
+  if (total <= limit)
+    return true;
+  diags_.error(big ? big->loc : k_.kernelLoc,
+               fmt::format("kernel '{}' holds {} registers of fragments and local buffers per "
+                           "thread ('{}' alone {}), more than the {} a thread can have; use "
+                           "smaller tiles or more threads",
+                           k_.name, total, big ? big->name : "", largest, limit));
+  return false;
 }
 
 void KernelLowering::unsupported(SourceLoc loc, const std::string &what) {

@@ -253,6 +253,8 @@ private:
   bool planShared();
   /// Reports a kernel whose shared memory exceeds what the target gives one block.
   bool checkSharedLimit();
+  /// Reports a kernel whose fragments need more registers per thread than a thread has.
+  bool checkRegisterLimit();
   /// Byte offset (Int32) of element `index` of shared buffer `b`.
   thir::Expr sharedOffset(const tile::BufferPtr &b, const std::vector<thir::Expr> &index);
   void beforeSharedWrite(thir::Body &out);
