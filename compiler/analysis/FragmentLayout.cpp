@@ -1,5 +1,6 @@
 #include "analysis/FragmentLayout.h"
 
+#include "analysis/LayoutAlgebra.h"
 #include "analysis/SharedLayout.h"
 
 #include <fmt/format.h>
@@ -84,22 +85,11 @@ std::optional<int64_t> FragmentLayout::elementAt(int64_t t, int64_t slot) const 
 }
 
 std::optional<std::string> verifyOwnership(const FragmentLayout &l) {
-  std::vector<int64_t> owners(static_cast<size_t>(l.total()), 0);
-  for (int64_t t = 0; t < l.threads; ++t)
-    for (int64_t s = 0; s < l.slots(); ++s)
-      if (auto e = l.elementAt(t, s)) {
-        if (*e < 0 || *e >= l.total())
-          return fmt::format("thread {} slot {} holds element {}, outside the buffer", t, s, *e);
-        ++owners[static_cast<size_t>(*e)];
-      }
-  int64_t expect = l.kind == FragmentLayout::Kind::Replicated        ? l.threads
+  int64_t copies = l.kind == FragmentLayout::Kind::Replicated        ? l.threads
                    : l.kind == FragmentLayout::Kind::GroupReplicated ? l.groupThreads()
                    : l.kind == FragmentLayout::Kind::MmaRows         ? 4 * l.warpsN
                                                                      : 1;
-  for (size_t e = 0; e < owners.size(); ++e)
-    if (owners[e] != expect)
-      return fmt::format("element {} is held {} times, expected {}", e, owners[e], expect);
-  return std::nullopt;
+  return verifyCoverage(FragmentMap::of(l), copies);
 }
 
 std::string FragmentLayout::describe() const {

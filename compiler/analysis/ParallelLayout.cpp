@@ -100,8 +100,8 @@ private:
       dependsOnInner = dependsOnInner || mentions(i, inner_);
     if (!dependsOnInner)
       return; // the same element for every lane: a scalar access, broadcast
-    limit(std::max(1, 16 / bytes), fmt::format("16-byte accesses of {} '{}'",
-                                               dtypeName(buf->dtype), buf->name));
+    limit(std::max(1, 16 / bytes),
+          fmt::format("16-byte accesses of {} '{}'", dtypeName(buf->dtype), buf->name));
     for (size_t d = 0; d + 1 < idx.size(); ++d)
       if (mentions(idx[d], inner_)) {
         limit(1, fmt::format("'{}' indexes a leading dimension of '{}'", inner_.name, buf->name));
@@ -125,20 +125,20 @@ private:
         continue;
       }
       if (mentions(term.second, inner_)) {
-        limit(1, fmt::format("the last index of '{}' is not affine in '{}'", buf->name,
-                             inner_.name));
+        limit(1,
+              fmt::format("the last index of '{}' is not affine in '{}'", buf->name, inner_.name));
         return;
       }
-      rest = tile::makeBinary(tile::BinOp::Add, rest,
-                              tile::makeBinary(tile::BinOp::Mul, term.second,
-                                               tile::intImm(term.first)));
+      rest = tile::makeBinary(
+          tile::BinOp::Add, rest,
+          tile::makeBinary(tile::BinOp::Mul, term.second, tile::intImm(term.first)));
     }
     // The start of each vector must be aligned: the part of the index that does not move with
     // the loop variable must be a multiple of the width (runtime row strides are checked at run
     // time by the lowering, which falls back to the scalar path).
     while (width_ > 1 && !tile::isMultipleOf(rest, width_))
-      limit(width_ / 2, fmt::format("the start of '{}' is only aligned to {} elements", buf->name,
-                                    width_ / 2));
+      limit(width_ / 2,
+            fmt::format("the start of '{}' is only aligned to {} elements", buf->name, width_ / 2));
   }
 
   const tile::Var &inner_;

@@ -14,9 +14,9 @@
 namespace tilec::analysis {
 
 struct ParallelLayout {
-  int64_t total = 1;       // product of the extents
-  int64_t threads = 1;     // block size
-  int vector = 1;          // consecutive iterations per thread step
+  int64_t total = 1;   // product of the extents
+  int64_t threads = 1; // block size
+  int vector = 1;      // consecutive iterations per thread step
   int64_t chunks() const { return total / vector; }
   int64_t steps() const { return (chunks() + threads - 1) / threads; }
   /// Why the vector width is what it is (for the layout report and --dump-after).
