@@ -273,6 +273,24 @@ private:
     b_.CreateAlignedStore(v, address(s.param, s.index), alignOf(s.alignBytes));
   }
 
+  void stmt(const thir::CpAsync &c) {
+    Value *global = b_.CreatePtrToInt(address(c.param, c.index), b_.getInt64Ty());
+    Value *shared = b_.CreatePtrToInt(sharedAddress(c.byteOffset), b_.getInt32Ty());
+    auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), {b_.getInt32Ty(), b_.getInt64Ty()}, false);
+    b_.CreateCall(llvm::InlineAsm::get(fnTy, "cp.async.cg.shared.global [$0], [$1], 16;",
+                                       "r,l,~{memory}", true),
+                  {shared, global});
+  }
+  void stmt(const thir::CpAsyncCommit &) {
+    auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), false);
+    b_.CreateCall(llvm::InlineAsm::get(fnTy, "cp.async.commit_group;", "~{memory}", true));
+  }
+  void stmt(const thir::CpAsyncWait &w) {
+    auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), false);
+    b_.CreateCall(llvm::InlineAsm::get(fnTy, fmt::format("cp.async.wait_group {};", w.pending),
+                                       "~{memory}", true));
+  }
+
   void stmt(const thir::Printf &p) {
     // vprintf(format, args): the arguments packed in a local buffer, each naturally aligned, as
     // C's default argument promotions would pass them.

@@ -79,6 +79,7 @@ std::optional<thir::Kernel> KernelLowering::run() {
       out_.body.push_back({thir::DeclVar{id, Type{b->dtype}, init}});
     }
   }
+  planPipelines(k_.body);
   if (!verifyFragmentLowering() || !checkRegisterLimit() || !planShared() ||
       !declareFragments(out_.body))
     return std::nullopt;
@@ -385,7 +386,10 @@ void KernelLowering::lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneC
       if (!lowerFragmentParallel(s, *f, out))
         lowerParallel(s, *f, out);
     } else {
-      lowerSerial(s, *f, out, lc);
+      if (f->kind == tile::LoopKind::Pipelined && pipelines_.count(f) && lc.lanes == 1)
+        lowerPipelined(s, *f, out);
+      else
+        lowerSerial(s, *f, out, lc);
     }
     return;
   }

@@ -38,6 +38,7 @@ KernelLowering::TileEnd KernelLowering::sharedEnd(const tile::BufferPtr &b,
   TileEnd e;
   e.layout = &walk;
   e.dtype = b->dtype;
+  e.smemOffset = [this, b](const ChunkRef &c) { return sharedOffset(b, c.index); };
   int v = walk.vector;
   e.read = [this, b](const ChunkRef &c, int64_t lane) {
     return thir::sharedLoad(sharedOffset(b, laneIndex(c, lane)), Type{b->dtype});
@@ -151,7 +152,10 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
       thir::IfStmt split;
       split.cond = thir::binary(thir::BinOp::And, ok, aligned);
       Type gv{gt, static_cast<int>(v)}, cv{chip.dtype, static_cast<int>(v)};
-      if (!toGlobal) {
+      if (!toGlobal && asyncCopies_ && chip.smemOffset && v * gbytes == 16 && chip.dtype == gt) {
+        // Issued ahead by a software pipeline: straight to shared memory, no registers.
+        split.then.push_back({thir::CpAsync{gparam, off, chip.smemOffset(ch)}});
+      } else if (!toGlobal) {
         int vecVar = nextVar_++;
         split.then.push_back({thir::DeclVar{vecVar, gv, thir::globalLoad(gparam, off, gv, align)}});
         thir::Expr vec = thir::var(vecVar, gv);

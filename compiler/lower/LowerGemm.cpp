@@ -31,20 +31,52 @@ int64_t sharedLimit(const std::string &arch) {
 } // namespace
 
 bool KernelLowering::planShared() {
-  int64_t offset = 0;
-  for (const tile::BufferPtr &b : k_.buffers) {
-    if (b->scope != tile::Scope::Shared)
-      continue;
-    SharedBuffer sb;
-    std::vector<int64_t> shape;
-    for (const tile::Expr &d : b->shape)
-      shape.push_back(*tile::asConstInt(d));
-    sb.layout = analysis::chooseSharedLayout(shape, dtypeBytes(b->dtype));
-    sb.offset = alignUp(offset, 1024);
-    offset = sb.offset + sb.layout.bytes();
-    shared_[b->id] = sb;
+  auto place = [&] {
+    int64_t offset = 0;
+    for (const tile::BufferPtr &b : k_.buffers) {
+      if (b->scope != tile::Scope::Shared)
+        continue;
+      SharedBuffer sb;
+      std::vector<int64_t> shape;
+      for (const tile::Expr &d : b->shape)
+        shape.push_back(*tile::asConstInt(d));
+      sb.layout = analysis::chooseSharedLayout(shape, dtypeBytes(b->dtype));
+      sb.offset = alignUp(offset, 1024);
+      auto versions = stagesOf_.find(b->id);
+      offset = sb.offset + sb.layout.bytes() * (versions == stagesOf_.end() ? 1 : versions->second);
+      shared_[b->id] = sb;
+    }
+    return alignUp(offset, 16);
+  };
+  scratchBase_ = place();
+  // Buffer versions for software pipelines must fit beside everything else: fewer stages
+  // (down to 2), then no pipelining, for the loop with the most versioned bytes first.
+  while (scratchBase_ > sharedLimit(opts_.arch) && !pipelines_.empty()) {
+    auto bytesOf = [&](const PipelinePlan &p) {
+      int64_t bytes = 0;
+      for (const tile::Stmt *c : p.copies)
+        bytes +=
+            shared_.at(std::get<tile::Copy>(c->op).dst.buffer->id).layout.bytes() * (p.stages - 1);
+      return bytes;
+    };
+    auto largest = pipelines_.begin();
+    for (auto it = pipelines_.begin(); it != pipelines_.end(); ++it)
+      if (bytesOf(it->second) > bytesOf(largest->second))
+        largest = it;
+    PipelinePlan &p = largest->second;
+    for (const tile::Stmt *c : p.copies) {
+      int id = std::get<tile::Copy>(c->op).dst.buffer->id;
+      if (p.stages > 2)
+        stagesOf_[id] = p.stages - 1;
+      else
+        stagesOf_.erase(id);
+    }
+    if (p.stages > 2)
+      --p.stages;
+    else
+      pipelines_.erase(largest);
+    scratchBase_ = place();
   }
-  scratchBase_ = alignUp(offset, 16);
   out_.dynamicSharedBytes = static_cast<int>(scratchBase_);
   return true;
 }
@@ -73,7 +105,10 @@ thir::Expr KernelLowering::sharedOffset(const tile::BufferPtr &b,
                      i32(l.swizzleBytes / 16 - 1));
     bytes = thir::binary(thir::BinOp::BitXor, bytes, thir::binary(thir::BinOp::Shl, line, i32(4)));
   }
-  return add(bytes, i32(sb.offset));
+  bytes = add(bytes, i32(sb.offset));
+  if (auto version = stageOffset_.find(b->id); version != stageOffset_.end())
+    bytes = add(bytes, version->second);
+  return bytes;
 }
 
 bool KernelLowering::checkSharedLimit() {
@@ -293,7 +328,10 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
   // position, so each operand gets one base descriptor and every instruction adds a constant.
   auto descriptorBase = [&](const tile::BufferPtr &b, const analysis::WgmmaDescriptor &d0,
                             thir::Expr position, int64_t step) {
-    thir::Expr addr = thir::sharedAddress(i32(shared_.at(b->id).offset + d0.startByte));
+    thir::Expr start = i32(shared_.at(b->id).offset + d0.startByte);
+    if (auto version = stageOffset_.find(b->id); version != stageOffset_.end())
+      start = add(start, version->second); // the pipeline stage's copy of the buffer
+    thir::Expr addr = thir::sharedAddress(start);
     if (step != 0)
       addr = add(addr, mul(position, step));
     thir::Expr field = thir::binary(thir::BinOp::BitAnd,

@@ -232,6 +232,8 @@ private:
     /// Whole-chunk access (lanes contiguous), or null when only lane by lane works.
     std::function<thir::Expr(const ChunkRef &)> readVector;
     std::function<void(const ChunkRef &, thir::Expr, thir::Body &)> writeVector;
+    /// Shared memory: the byte offset of a chunk (cp.async destinations); null otherwise.
+    std::function<thir::Expr(const ChunkRef &)> smemOffset;
   };
   TileEnd fragmentEnd(const tile::BufferPtr &b);
   TileEnd sharedEnd(const tile::BufferPtr &b, const analysis::FragmentLayout &walk);
@@ -262,6 +264,22 @@ private:
   void forgetSharedState();
   void lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
   void lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
+
+  // ---- LowerPipeline.cpp: software pipelining of Pipelined loops ---------------------------
+  /// A Pipelined loop whose global -> shared copies are issued stages - 1 iterations ahead
+  /// (cp.async), each copied buffer in `stages` versions used round-robin.
+  struct PipelinePlan {
+    int stages = 1;
+    std::vector<const tile::Stmt *> lets;   // top-level Lets the copies read, re-run per issue
+    std::vector<const tile::Stmt *> copies; // the copies issued ahead
+  };
+  /// Finds the loops to pipeline; runs before planShared, which allocates the versions.
+  void planPipelines(const tile::Body &body);
+  void lowerPipelined(const tile::Stmt &s, const tile::For &f, thir::Body &out);
+  std::map<const tile::For *, PipelinePlan> pipelines_;
+  std::map<int, int> stagesOf_;           // shared buffer id -> versions
+  std::map<int, thir::Expr> stageOffset_; // shared buffer id -> byte offset of the version in use
+  bool asyncCopies_ = false;              // global -> shared copies use cp.async where they can
   /// Stores fragment `a` into scratch shared memory with its canonical shared layout and makes
   /// shared_ describe it there, so that a gemm can read it as a shared operand (an A operand
   /// whose register layout does not give each warp the rows it multiplies). Returns false after

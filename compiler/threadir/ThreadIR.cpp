@@ -313,6 +313,14 @@ private:
     line(depth, fmt::format("store {}[{}] = {}, align {}", paramName(s.param, k), expr(s.index, k),
                             expr(s.value, k), s.alignBytes));
   }
+  void stmt(const CpAsync &c, const Kernel &k, int depth) {
+    line(depth, fmt::format("cp.async smem[{}] <- {}[{}], 16 bytes", expr(c.byteOffset, k),
+                            paramName(c.param, k), expr(c.index, k)));
+  }
+  void stmt(const CpAsyncCommit &, const Kernel &, int depth) { line(depth, "cp.async.commit"); }
+  void stmt(const CpAsyncWait &w, const Kernel &, int depth) {
+    line(depth, fmt::format("cp.async.wait {}", w.pending));
+  }
   void stmt(const Printf &p, const Kernel &k, int depth) {
     std::string args;
     for (const Expr &a : p.args)

@@ -210,6 +210,21 @@ struct GlobalAtomicAdd {
   Expr index;
   Expr value;
 };
+/// `cp.async.cg.shared.global [smem], [global], 16`: starts copying 16 bytes of global tensor
+/// `param` from element `index` (16-byte aligned) to dynamic shared memory at `byteOffset`
+/// (16-byte aligned) without going through registers; complete after a CpAsyncWait covering the
+/// commit group it belongs to.
+struct CpAsync {
+  int param;
+  Expr index;
+  Expr byteOffset;
+};
+/// `cp.async.commit_group` / `cp.async.wait_group pending`: close the thread's open copies into
+/// a group; wait until at most `pending` most recent groups are incomplete.
+struct CpAsyncCommit {};
+struct CpAsyncWait {
+  int pending = 0;
+};
 /// Device printf (vprintf): `format` with printf conversions for `args` (scalars; floats are
 /// passed as double, integers of up to 32 bits as int, 64-bit ones as long long).
 struct Printf {
@@ -243,7 +258,7 @@ struct SharedStore {
 
 struct Stmt {
   std::variant<DeclVar, AssignVar, GlobalStore, IfStmt, ForStmt, Barrier, SharedStore,
-               FenceProxyAsync, GlobalAtomicAdd, Printf>
+               FenceProxyAsync, GlobalAtomicAdd, Printf, CpAsync, CpAsyncCommit, CpAsyncWait>
       op;
 };
 
