@@ -137,7 +137,8 @@ std::string layoutReport(const tile::Program &p, const lower::Lowered &low,
                            {"offset", sh->offset},
                            {"bytes", sl.bytes()},
                            {"panel_bytes", sl.panelBytes},
-                           {"swizzle_bytes", sl.swizzleBytes}};
+                           {"swizzle_bytes", sl.swizzleBytes},
+                           {"versions", sh->versions}};
         if (opts.full) {
           // Byte offset of every element, from the same rule lowering uses.
           ordered_json offs = ordered_json::array();

@@ -39,6 +39,9 @@ struct SharedRecord {
   int bufferId;
   int64_t offset = 0;
   analysis::SharedLayout layout;
+  /// Copies of the buffer, `layout.bytes()` apart: one per stage of the software pipeline that
+  /// fills it (1 when none does).
+  int versions = 1;
 };
 
 struct Lowered {

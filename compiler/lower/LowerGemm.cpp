@@ -43,7 +43,8 @@ bool KernelLowering::planShared() {
       sb.layout = analysis::chooseSharedLayout(shape, dtypeBytes(b->dtype));
       sb.offset = alignUp(offset, 1024);
       auto versions = stagesOf_.find(b->id);
-      offset = sb.offset + sb.layout.bytes() * (versions == stagesOf_.end() ? 1 : versions->second);
+      sb.versions = versions == stagesOf_.end() ? 1 : versions->second;
+      offset = sb.offset + sb.layout.bytes() * sb.versions;
       shared_[b->id] = sb;
     }
     return alignUp(offset, 16);

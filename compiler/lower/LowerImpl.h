@@ -251,6 +251,7 @@ private:
   struct SharedBuffer {
     int64_t offset = 0; // bytes from the start of dynamic shared memory (1024-aligned)
     analysis::SharedLayout layout;
+    int versions = 1; // software-pipeline stages, layout.bytes() apart
   };
   bool planShared();
   /// Reports a kernel whose shared memory exceeds what the target gives one block.

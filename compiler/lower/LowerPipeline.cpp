@@ -211,7 +211,12 @@ void KernelLowering::planPipelines(const tile::Body &body) {
         w.stmt(other);
         writers += w.writtenBuffers.count(dst) ? 1 : 0;
       }
-      if (outside.buffers.count(dst) || writers != 1 || stagesOf_.count(dst) ||
+      // Whatever else the copy reads (the source tensor, per-thread variables in its indices)
+      // must not change inside the loop, or the early copy would see an older value.
+      bool readsChanging = false;
+      for (int b : r.buffers)
+        readsChanging = readsChanging || (b != dst && inLoop.writtenBuffers.count(b));
+      if (outside.buffers.count(dst) || writers != 1 || stagesOf_.count(dst) || readsChanging ||
           !isStable(r.vars, letVars))
         continue;
       plan.copies.push_back(&st);
