@@ -14,6 +14,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -56,6 +57,12 @@ void initializeNVPTX() {
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
+    // Loop strength reduction turns every address of a pipelined loop's copies into its own
+    // 64-bit induction variable: 25 of them in gemm_relu, which then spills the accumulators.
+    // Recomputing addresses from the loop counter is cheaper than spilling. (A process-wide
+    // LLVM option, set once here before any compilation.)
+    const char *argv[] = {"tilec", "-disable-lsr"};
+    llvm::cl::ParseCommandLineOptions(2, argv, "", &llvm::nulls());
   });
 }
 

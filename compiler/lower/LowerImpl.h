@@ -243,6 +243,9 @@ private:
   void copyGlobal(const tile::Stmt &s, const tile::Region &glob, const TileEnd &chip, bool toGlobal,
                   thir::Body &out, bool atomicAdd = false);
   void lowerAtomicAdd(const tile::Stmt &s, const tile::AtomicAdd &a, thir::Body &out);
+  /// Whether all of global region `glob` is in bounds and its rows start `vector`-element
+  /// aligned (null when an extent cannot be lowered).
+  thir::Expr tileInBoundsAndAligned(const tile::Region &glob, int vector);
   // ---- LowerPrint.cpp ----------------------------------------------------------------------
   void lowerPrint(const tile::Stmt &s, const tile::Print &p, thir::Body &out,
                   const LaneContext &lc);
