@@ -1,6 +1,8 @@
 # Peers measured on the GPU machine beside tilec's kernels, same shapes as tests/gpu/*_gpu.cpp:
-# torch.softmax, RMSNorm+SiLU in PyTorch eager and torch.compile, and a device copy. Prints
-# one line per case: name, median ms, GB/s (bytes read + written, fp16).
+# torch.softmax, RMSNorm+SiLU in PyTorch eager and torch.compile, cuBLAS GEMM, scaled dot-product
+# attention on its FlashAttention-2 and cuDNN backends (B8 H16 S4096 D128, plain and causal), and
+# a device copy. Prints one line per case: name, median ms, GB/s (bytes read + written) or
+# TFLOP/s (attention: 4 B H S^2 D, half of it causal, as tests/gpu/attention_gpu.cpp counts).
 import torch
 from triton.testing import do_bench
 
@@ -40,6 +42,25 @@ for dt, name in ((torch.float16, "fp16"), (torch.bfloat16, "bf16")):
     B = torch.randn(4096, 4096, device=dev, dtype=dt)
     ms = do_bench(lambda: A @ B, warmup=50, rep=300, return_mode="median")
     rows.append((f"cuBLAS {name} gemm 4096^3 (TFLOP/s)", ms, 2 * 4096**3 / ms / 1e9))
+
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+Bq, Hq, Sq, Dq = 8, 16, 4096, 128
+q, k, v = (torch.randn(Bq, Hq, Sq, Dq, device=dev, dtype=torch.float16) for _ in range(3))
+for backend, label in ((SDPBackend.FLASH_ATTENTION, "SDPA flash (FA2)"),
+                       (SDPBackend.CUDNN_ATTENTION, "SDPA cuDNN")):
+    for causal in (False, True):
+        try:
+            with sdpa_kernel(backend):
+                f = lambda: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                f()
+                ms = do_bench(f, warmup=20, rep=200, return_mode="median")
+        except RuntimeError as e:  # a backend this build lacks
+            print(f"PEER {label} unavailable: {e}".splitlines()[0])
+            continue
+        flop = 4 * Bq * Hq * Sq * Sq * Dq * (0.5 if causal else 1.0)
+        tag = " causal" if causal else ""
+        rows.append((f"{label}{tag} B8 H16 S4096 D128 (TFLOP/s)", ms, flop / ms / 1e9))
 
 a = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
 b = torch.empty_like(a)
