@@ -30,6 +30,21 @@ int64_t sharedLimit(const std::string &arch) {
 
 } // namespace
 
+bool writesShared(const thir::Body &body, size_t from) {
+  for (size_t i = from; i < body.size(); ++i) {
+    const thir::Stmt &st = body[i];
+    if (std::holds_alternative<thir::SharedStore>(st.op) ||
+        std::holds_alternative<thir::CpAsync>(st.op))
+      return true;
+    if (auto *f = std::get_if<thir::ForStmt>(&st.op); f && writesShared(f->body, 0))
+      return true;
+    if (auto *c = std::get_if<thir::IfStmt>(&st.op);
+        c && (writesShared(c->then, 0) || writesShared(c->otherwise, 0)))
+      return true;
+  }
+  return false;
+}
+
 bool KernelLowering::planShared() {
   auto place = [&] {
     int64_t offset = 0;
@@ -309,9 +324,12 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
   auto layoutOf = [&](const tile::BufferPtr &b) { return shared_.at(b->id).layout; };
 
   // Generic-proxy writes to the operands (copies into shared memory) must be visible to the
-  // async proxy that wgmma reads through: every writer fences, then the block synchronizes.
-  out.push_back({thir::FenceProxyAsync{}});
-  out.push_back({thir::Barrier{}});
+  // async proxy that wgmma reads through: every writer fences, then the block synchronizes
+  // (unless a pipelined loop did both at the top of this body and nothing wrote since).
+  if (!(fencedPoint_ && fencedPoint_->first == &out && !writesShared(out, fencedPoint_->second))) {
+    out.push_back({thir::FenceProxyAsync{}});
+    out.push_back({thir::Barrier{}});
+  }
   smemRead_ = smemWritten_ = false;
   std::optional<analysis::SharedLayout> aLayout;
   if (!aRegs)

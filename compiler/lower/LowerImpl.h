@@ -88,6 +88,9 @@ inline thir::Expr balancedAnd(const std::vector<thir::Expr> &conds, size_t lo = 
   return thir::binary(thir::BinOp::And, balancedAnd(conds, lo, mid), balancedAnd(conds, mid, hi));
 }
 
+/// Whether statements `from`.. of `body` (and what they nest) write shared memory.
+bool writesShared(const thir::Body &body, size_t from);
+
 /// How a reduction combines elements.
 struct ReduceOp {
   thir::BinOp combine;
@@ -284,6 +287,9 @@ private:
   std::map<int, int> stagesOf_;           // shared buffer id -> versions
   std::map<int, thir::Expr> stageOffset_; // shared buffer id -> byte offset of the version in use
   bool asyncCopies_ = false;              // global -> shared copies use cp.async where they can
+  /// Where a pipelined loop's `fence.proxy.async; barrier` ends (sm_90): a wgmma in that body
+  /// with no generic shared-memory write after it needs no fence and barrier of its own.
+  std::optional<std::pair<const thir::Body *, size_t>> fencedPoint_;
   /// Stores fragment `a` into scratch shared memory with its canonical shared layout and makes
   /// shared_ describe it there, so that a gemm can read it as a shared operand (an A operand
   /// whose register layout does not give each warp the rows it multiplies). Returns false after

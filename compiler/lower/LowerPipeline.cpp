@@ -295,9 +295,17 @@ void KernelLowering::lowerPipelined(const tile::Stmt &s, const tile::For &f, thi
   loop.step = i32(1);
   thir::Expr it = thir::var(loop.var, i32t);
   loop.body.push_back({thir::CpAsyncWait{S - 2}});
+  // On sm_90 the copies are also made visible to wgmma (the async proxy) here, once for the
+  // whole body.
+  bool hopper = opts_.arch == "sm_90" || opts_.arch == "sm_90a";
+  if (hopper)
+    loop.body.push_back({thir::FenceProxyAsync{}});
   loop.body.push_back({thir::Barrier{}});
   smemRead_ = smemWritten_ = false;
   issue(thir::binary(thir::BinOp::Add, it, i32(S - 1)), loop.body);
+  // The issued copies write versions this iteration does not read.
+  if (hopper)
+    fencedPoint_ = std::make_pair(&loop.body, loop.body.size());
   at(it);
   std::optional<Interval> r;
   auto b0 = tile::asConstInt(f.begins[0]), n0 = tile::asConstInt(f.extents[0]);
@@ -310,6 +318,7 @@ void KernelLowering::lowerPipelined(const tile::Stmt &s, const tile::For &f, thi
     if (!issued.count(&st))
       lowerStmt(st, loop.body, {});
   }
+  fencedPoint_.reset();
   forgetSharedState();
   out.push_back({std::move(loop)});
   out.push_back({thir::CpAsyncWait{0}});
