@@ -11,10 +11,10 @@
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/Module.h>
+#include <llvm/IR/OptBisect.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
-#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
@@ -57,14 +57,38 @@ void initializeNVPTX() {
     LLVMInitializeNVPTXTarget();
     LLVMInitializeNVPTXTargetMC();
     LLVMInitializeNVPTXAsmPrinter();
-    // Loop strength reduction turns every address of a pipelined loop's copies into its own
-    // 64-bit induction variable: 25 of them in gemm_relu, which then spills the accumulators.
-    // Recomputing addresses from the loop counter is cheaper than spilling. (A process-wide
-    // LLVM option, set once here before any compilation.)
-    const char *argv[] = {"tilec", "-disable-lsr"};
-    llvm::cl::ParseCommandLineOptions(2, argv, "", &llvm::nulls());
   });
 }
+
+/// Turns passes of LLVM's code generation pipeline off for one compilation. The gate belongs
+/// to the compilation's LLVMContext, not to the process (as `-disable-lsr` would).
+class CodegenPassGate final : public llvm::OptPassGate {
+public:
+  explicit CodegenPassGate(bool loopStrengthReduction) : lsr_(loopStrengthReduction) {}
+  bool isEnabled() const override { return !lsr_; }
+  bool shouldRunPass(llvm::StringRef pass, llvm::StringRef) const override {
+    return lsr_ || pass != "Loop Strength Reduction";
+  }
+
+private:
+  bool lsr_;
+};
+
+/// Installs `gate` on `ctx` for its lifetime, then puts the previous gate back.
+class ScopedPassGate {
+public:
+  ScopedPassGate(llvm::LLVMContext &ctx, llvm::OptPassGate &gate)
+      : ctx_(ctx), previous_(ctx.getOptPassGate()) {
+    ctx_.setOptPassGate(gate);
+  }
+  ~ScopedPassGate() { ctx_.setOptPassGate(previous_); }
+  ScopedPassGate(const ScopedPassGate &) = delete;
+  ScopedPassGate &operator=(const ScopedPassGate &) = delete;
+
+private:
+  llvm::LLVMContext &ctx_;
+  llvm::OptPassGate &previous_;
+};
 
 Result<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetOptions &opts) {
   const auto &archs = supportedArchs();
@@ -1028,6 +1052,8 @@ Result<std::string> emitPTX(const llvm::Module &m, const TargetOptions &opts) {
   std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
   llvm::SmallString<0> ptx;
   llvm::raw_svector_ostream os(ptx);
+  CodegenPassGate gate(opts.loopStrengthReduction);
+  ScopedPassGate scoped(copy->getContext(), gate);
   llvm::legacy::PassManager pm;
   if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
     return Result<std::string>::failure("the NVPTX target cannot emit assembly");

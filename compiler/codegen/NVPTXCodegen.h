@@ -51,6 +51,10 @@ struct TargetOptions {
   /// float32 `/` as IEEE division (div.rn.f32, with its slow path) instead of div.full.f32
   /// (at most 2 ulp, full range): `tilec compile --precise-div`.
   bool preciseDiv = false;
+  /// Run LLVM's loop strength reduction. Off by default: it turns every address of a pipelined
+  /// loop's copies into its own 64-bit induction variable (25 in gemm_relu), which then spills
+  /// the accumulators; recomputing addresses from the loop counter is cheaper than spilling.
+  bool loopStrengthReduction = false;
 };
 
 /// The architectures buildModule/emitPTX accept, in a stable order.

@@ -357,3 +357,33 @@ TEST_CASE("ptxas failures come back as text") {
   CHECK_FALSE(r.ok);
   CHECK_FALSE(r.log.empty());
 }
+
+TEST_CASE("loop strength reduction is a per-compilation option") {
+  // for (i = 0; i < n; ++i) out[i * 256 + tid] = in[i * 512 + tid] * 2: LSR turns the two
+  // addresses into pointer induction variables.
+  Kernel k;
+  k.name = "k";
+  k.threads = 256;
+  k.params = {tensor("out", DType::Float32, 4), tensor("in", DType::Float32, 4), dim("n")};
+  Type i64{DType::Int64, 1};
+  Expr tid = cast(special(Special::ThreadIdxX), i64);
+  Expr i = var(0, i64);
+  auto at = [&](int64_t stride) {
+    return binary(BinOp::Add, binary(BinOp::Mul, i, constInt(stride)), tid);
+  };
+  Body body = {store(
+      0, at(256),
+      binary(BinOp::Mul, globalLoad(1, at(512), {DType::Float32, 1}, 4), constFloat(2.0)), 4)};
+  k.body = {Stmt{ForStmt{0, i64, constInt(0), param(2, DType::Int64), constInt(1), body, false}}};
+  Module m;
+  m.name = "lsr";
+  m.kernels.push_back(std::move(k));
+  codegen::TargetOptions off, on;
+  on.loopStrengthReduction = true;
+  Compiled a = compile(m, off), b = compile(m, on), c = compile(m, off);
+  REQUIRE_MESSAGE(a.error.empty(), a.error);
+  REQUIRE_MESSAGE(b.error.empty(), b.error);
+  CHECK(a.ptx != b.ptx);
+  // Nothing of the first compilation's setting outlives it.
+  CHECK(a.ptx == c.ptx);
+}
