@@ -35,7 +35,6 @@ using thir::Node;
 namespace {
 
 constexpr std::string_view kTriple = "nvptx64-nvidia-cuda";
-constexpr int kDefaultPtxVersion = 85;
 
 // A user-facing failure deep inside expression codegen; buildModule turns it into a Result.
 struct CodegenError {
@@ -91,20 +90,15 @@ private:
 };
 
 Result<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetOptions &opts) {
-  const auto &archs = supportedArchs();
-  if (std::find(archs.begin(), archs.end(), opts.arch) == archs.end())
-    return Result<std::unique_ptr<llvm::TargetMachine>>::failure(fmt::format(
-        "unsupported architecture '{}' (supported: {})", opts.arch, fmt::join(archs, ", ")));
   initializeNVPTX();
   llvm::Triple triple{llvm::StringRef(kTriple)};
   std::string error;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
   if (!target)
     return Result<std::unique_ptr<llvm::TargetMachine>>::failure("NVPTX target: " + error);
-  int ptx = opts.ptxVersion ? opts.ptxVersion : kDefaultPtxVersion;
   std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, opts.arch, fmt::format("+ptx{}", ptx), llvm::TargetOptions(), std::nullopt,
-      std::nullopt, llvm::CodeGenOptLevel::Aggressive));
+      triple, opts.target.arch, fmt::format("+ptx{}", opts.target.ptxVersion),
+      llvm::TargetOptions(), std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
   if (!tm)
     return Result<std::unique_ptr<llvm::TargetMachine>>::failure(
         "could not create the NVPTX target machine");
@@ -167,8 +161,8 @@ public:
     fn_ = llvm::Function::Create(fnTy, llvm::GlobalValue::ExternalLinkage, k_.name, mod_);
     fn_->setCallingConv(llvm::CallingConv::PTX_Kernel);
     fn_->addFnAttr(llvm::Attribute::NoUnwind);
-    if (k_.threads < 1 || k_.threads > 1024)
-      bug(fmt::format("block size {} outside 1..1024", k_.threads));
+    if (k_.threads < 1 || k_.threads > opts_.target.maxThreadsPerBlock)
+      bug(fmt::format("block size {} outside 1..{}", k_.threads, opts_.target.maxThreadsPerBlock));
     fn_->addFnAttr("nvvm.reqntid", fmt::format("{},1,1", k_.threads));
     for (size_t i = 0; i < k_.params.size(); ++i) {
       const thir::Param &p = k_.params[i];
@@ -441,8 +435,8 @@ private:
         smem_ =
             new llvm::GlobalVariable(mod_, ty, false, llvm::GlobalValue::ExternalLinkage, nullptr,
                                      "tilec_smem", nullptr, llvm::GlobalValue::NotThreadLocal, 3);
-        // 1024 bytes: the period of the 128-byte swizzle, so swizzled tiles start on it.
-        smem_->setAlignment(llvm::Align(1024));
+        // The period of the 128-byte swizzle, so that swizzled tiles start on it.
+        smem_->setAlignment(llvm::Align(opts_.target.sharedBufferAlign));
       }
     }
     return b_.CreateInBoundsGEP(b_.getInt8Ty(), smem_, expr(byteOffset));
@@ -996,11 +990,6 @@ Value *KernelEmitter::cast(Value *v, thir::Type from, thir::Type to) {
 }
 
 } // namespace
-
-const std::vector<std::string> &supportedArchs() {
-  static const std::vector<std::string> archs = {"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"};
-  return archs;
-}
 
 Result<std::unique_ptr<llvm::Module>> buildModule(const thir::Module &m, const TargetOptions &opts,
                                                   llvm::LLVMContext &ctx) {

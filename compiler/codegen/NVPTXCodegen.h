@@ -1,6 +1,7 @@
 // Thread IR -> LLVM IR (NVPTX) -> PTX, all in process through LLVM's NVPTX TargetMachine.
 #pragma once
 
+#include "target/TargetInfo.h"
 #include "threadir/ThreadIR.h"
 
 #include <memory>
@@ -40,11 +41,8 @@ private:
 };
 
 struct TargetOptions {
-  /// One of supportedArchs().
-  std::string arch = "sm_90a";
-  /// PTX ISA version times ten; 0 picks 8.5, which every supported arch needs at most and
-  /// ptxas 13.0 (and drivers >= 555) accept.
-  int ptxVersion = 0;
+  /// The GPU to generate code for (its arch name, PTX ISA version, shared-memory alignment).
+  target::TargetInfo target = target::defaultTarget();
   /// Use the hardware approximations where they are much less accurate than the defaults:
   /// tanh -> tanh.approx.f32 (rel. error ~2^-11). The default tanh is accurate to ~1e-6.
   bool fastMath = false;
@@ -56,9 +54,6 @@ struct TargetOptions {
   /// the accumulators; recomputing addresses from the loop counter is cheaper than spilling.
   bool loopStrengthReduction = false;
 };
-
-/// The architectures buildModule/emitPTX accept, in a stable order.
-const std::vector<std::string> &supportedArchs();
 
 /// Builds the LLVM module for every kernel of `m` (one `ptx_kernel` function each; parameters in
 /// Kernel::params order: Tensor -> `ptr addrspace(1) noundef align N`, Scalar -> its type

@@ -10,6 +10,7 @@
 #include "syntax/Parser.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 #include <nlohmann/json.hpp>
@@ -154,12 +155,10 @@ int runCheck(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
 
 int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
   Session s(err);
-  const auto &archs = codegen::supportedArchs();
-  if (std::find(archs.begin(), archs.end(), opts.arch) == archs.end()) {
-    std::string list;
-    for (const std::string &a : archs)
-      list += (list.empty() ? "" : ", ") + a;
-    s.diags.error({}, fmt::format("unsupported --arch '{}' (supported: {})", opts.arch, list));
+  std::optional<target::TargetInfo> target = target::targetInfo(opts.arch);
+  if (!target) {
+    s.diags.error({}, fmt::format("unsupported --arch '{}' (supported: {})", opts.arch,
+                                  fmt::join(target::supportedArchs(), ", ")));
     return s.flush();
   }
   for (const std::string &k : opts.emit)
@@ -179,7 +178,7 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
   if (!program)
     return s.flush();
   lower::Options lo;
-  lo.arch = opts.arch;
+  lo.target = *target;
   auto lowered = lower::lowerProgram(*program, s.diags, lo);
   if (!lowered)
     return s.flush();
@@ -187,7 +186,7 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     out << thir::print(lowered->module);
 
   codegen::TargetOptions to;
-  to.arch = opts.arch;
+  to.target = *target;
   to.preciseDiv = opts.preciseDiv;
   llvm::LLVMContext ctx;
   auto mod = codegen::buildModule(lowered->module, to, ctx);
@@ -214,7 +213,7 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
   bool needCubin = opts.emit.count("cubin") || (opts.emit.count("header") && opts.embed == "cubin");
   if (needCubin) {
     if (auto ptxas = findPtxas()) {
-      PtxasResult r = runPtxas(*ptxas, ptx, opts.arch);
+      PtxasResult r = runPtxas(*ptxas, ptx, target->arch);
       if (!r.ok) {
         s.diags.error({}, fmt::format("ptxas failed (this is a compiler bug):\n{}", r.log));
         return s.flush();
@@ -239,10 +238,10 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
         generateHeader(lowered->module, kind == BinaryKind::Cubin ? cubin : ptx, kind, ho));
   }
   if (opts.emit.count("layout"))
-    files.emplace_back(stem + ".layout.json",
-                       layoutReport(*program, *lowered,
-                                    {fs::path(opts.input).filename().string(), opts.arch,
-                                     opts.layoutDetailFull}));
+    files.emplace_back(
+        stem + ".layout.json",
+        layoutReport(*program, *lowered,
+                     {fs::path(opts.input).filename().string(), opts.arch, opts.layoutDetailFull}));
   writeOutputs(s, opts.outDir, files);
   return s.flush();
 }

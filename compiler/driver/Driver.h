@@ -2,6 +2,8 @@
 // outputs. The CLI (main.cpp) only parses options into these structs.
 #pragma once
 
+#include "target/TargetInfo.h"
+
 #include <iosfwd>
 #include <map>
 #include <set>
@@ -13,7 +15,7 @@ namespace tilec::driver {
 struct DriverOptions {
   std::string input;
   std::string outDir = ".";
-  std::string arch = "sm_90a";
+  std::string arch = target::defaultTarget().arch;
   std::map<std::string, std::string> defines;
   std::vector<std::string> includeDirs;
   std::set<std::string> emit = {"cubin", "header"};

@@ -92,9 +92,9 @@ std::optional<thir::Kernel> KernelLowering::run() {
 }
 
 bool KernelLowering::checkRegisterLimit() {
-  // A thread has at most 255 32-bit registers; fragments beyond that could only live in local
-  // memory, which defeats their purpose (and every fragment index is a register name).
-  constexpr int64_t limit = 255;
+  // Fragments beyond the registers a thread may name could only live in local memory, which
+  // defeats their purpose (and every fragment index is a register name).
+  const int64_t limit = opts_.target.registersPerThread;
   int64_t total = 0, largest = 0;
   const tile::Buffer *big = nullptr;
   for (const tile::BufferPtr &b : k_.buffers) {
@@ -674,7 +674,7 @@ std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &di
   bool ok = true;
   for (const tile::Kernel &k : p.kernels) {
     KernelLowering kl(k, diags, opts);
-    if (!analysis::inferFragmentLayouts(k, diags, {opts.arch == "sm_90a"}, kl.fragmentLayouts_)) {
+    if (!analysis::inferFragmentLayouts(k, diags, {opts.target.hasWgmma}, kl.fragmentLayouts_)) {
       ok = false;
       continue;
     }

@@ -6,6 +6,7 @@
 #include "analysis/ParallelLayout.h"
 #include "analysis/SharedLayout.h"
 #include "support/Diagnostics.h"
+#include "target/TargetInfo.h"
 #include "threadir/ThreadIR.h"
 #include "tileir/TileIR.h"
 
@@ -16,7 +17,7 @@
 namespace tilec::lower {
 
 struct Options {
-  std::string arch = "sm_90a";
+  target::TargetInfo target = target::defaultTarget();
 };
 
 /// A decision lowering took, kept for the layout report.

@@ -62,8 +62,8 @@ void collectBuffers(const tile::Body &b, std::vector<tile::BufferPtr> &out) {
 } // namespace
 
 MmaWarp mmaWarp(const FragmentLayout &l) {
-  thir::Expr warp =
-      thir::binary(thir::BinOp::FloorDiv, thir::special(thir::Special::ThreadIdxX), i32(32));
+  thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, thir::special(thir::Special::ThreadIdxX),
+                                 i32(target::kWarpSize));
   auto div = [](thir::Expr a, int64_t b) {
     return b == 1 ? a : thir::binary(thir::BinOp::FloorDiv, a, i32(b));
   };
@@ -317,7 +317,7 @@ std::vector<ChunkRef> KernelLowering::chunksOf(const FragmentLayout &l) {
   case FragmentLayout::Kind::MmaRows: {
     bool acc = l.kind == FragmentLayout::Kind::MmaAccumulator;
     int64_t WN = acc ? l.warpTileN() : 8, NI = WN / 8;
-    thir::Expr lane = thir::binary(thir::BinOp::Mod, tid, i32(32));
+    thir::Expr lane = thir::binary(thir::BinOp::Mod, tid, i32(opts_.target.warpSize));
     thir::Expr g = thir::binary(thir::BinOp::FloorDiv, lane, i32(4));
     thir::Expr t4 = thir::binary(thir::BinOp::Mod, lane, i32(4));
     MmaWarp w = mmaWarp(l);
@@ -727,23 +727,26 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
   if (ls.kind != FragmentLayout::Kind::Replicated) {
     // Across the lanes that share a row (a butterfly within the lanes of a row group, or the
     // 4 lanes of an mma quad), then across the warps that share it through shared memory.
-    int64_t laneSpan = mma ? 4 : std::min<int64_t>(grouped ? ls.groupThreads() : ls.threads, 32);
+    int64_t laneSpan =
+        mma ? 4
+            : std::min<int64_t>(grouped ? ls.groupThreads() : ls.threads, opts_.target.warpSize);
     for (int64_t i = 0; i < nPartial; ++i)
       for (int64_t mask = laneSpan / 2; mask >= 1; mask /= 2)
         combine(i, thir::shflXor(pvar(i), static_cast<int>(mask)));
     // Warps that share a row: `warps` of them from `firstWarp`, `warpStride` apart (the
     // warpgroups of a wgmma warp row hold its rows in their warps of the same rank).
-    int64_t warps = mma ? ls.warpsN : (grouped ? ls.groupThreads() : ls.threads) / 32;
+    int64_t warps =
+        mma ? ls.warpsN : (grouped ? ls.groupThreads() : ls.threads) / opts_.target.warpSize;
     int64_t warpStride = mma && ls.warpgroup ? 4 : 1;
     if (warps > 1) {
       int bytes = dtypeBytes(acc);
       thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
-      thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(32));
-      thir::Expr lane = thir::binary(thir::BinOp::Mod, tid, i32(32));
+      thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(opts_.target.warpSize));
+      thir::Expr lane = thir::binary(thir::BinOp::Mod, tid, i32(opts_.target.warpSize));
       // An mma warp holds 8 rows per partial (one per quad): entry (i, warp, quad).
       int64_t rowsPerWarp = mma ? 8 : 1;
       thir::Expr quad = mma ? thir::binary(thir::BinOp::FloorDiv, lane, i32(4)) : i32(0);
-      int64_t totalWarps = ls.threads / 32;
+      int64_t totalWarps = ls.threads / opts_.target.warpSize;
       out_.dynamicSharedBytes = std::max<int>(
           out_.dynamicSharedBytes,
           static_cast<int>(scratchBase_ + nPartial * totalWarps * rowsPerWarp * bytes));

@@ -19,15 +19,6 @@ thir::Expr mod(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::Mod, 
 
 int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
-/// Dynamic shared memory one block may use, by target.
-int64_t sharedLimit(const std::string &arch) {
-  if (arch == "sm_90" || arch == "sm_90a")
-    return 232448;
-  if (arch == "sm_80")
-    return 166912;
-  return 101376; // sm_86, sm_89
-}
-
 } // namespace
 
 bool writesShared(const thir::Body &body, size_t from) {
@@ -56,7 +47,7 @@ bool KernelLowering::planShared() {
       for (const tile::Expr &d : b->shape)
         shape.push_back(*tile::asConstInt(d));
       sb.layout = analysis::chooseSharedLayout(shape, dtypeBytes(b->dtype));
-      sb.offset = alignUp(offset, 1024);
+      sb.offset = alignUp(offset, opts_.target.sharedBufferAlign);
       auto versions = stagesOf_.find(b->id);
       sb.versions = versions == stagesOf_.end() ? 1 : versions->second;
       offset = sb.offset + sb.layout.bytes() * sb.versions;
@@ -67,7 +58,7 @@ bool KernelLowering::planShared() {
   scratchBase_ = place();
   // Buffer versions for software pipelines must fit beside everything else: fewer stages
   // (down to 2), then no pipelining, for the loop with the most versioned bytes first.
-  while (scratchBase_ > sharedLimit(opts_.arch) && !pipelines_.empty()) {
+  while (scratchBase_ > opts_.target.sharedPerBlockOptin && !pipelines_.empty()) {
     auto bytesOf = [&](const PipelinePlan &p) {
       int64_t bytes = 0;
       for (const tile::Stmt *c : p.copies)
@@ -128,7 +119,7 @@ thir::Expr KernelLowering::sharedOffset(const tile::BufferPtr &b,
 }
 
 bool KernelLowering::checkSharedLimit() {
-  int64_t limit = sharedLimit(opts_.arch);
+  int64_t limit = opts_.target.sharedPerBlockOptin;
   if (out_.dynamicSharedBytes <= limit)
     return true;
   SourceLoc at = k_.kernelLoc;
@@ -139,7 +130,7 @@ bool KernelLowering::checkSharedLimit() {
     }
   diags_.error(at, fmt::format("kernel '{}' needs {} bytes of shared memory per block, more than "
                                "the {} bytes {} allows",
-                               k_.name, out_.dynamicSharedBytes, limit, opts_.arch));
+                               k_.name, out_.dynamicSharedBytes, limit, opts_.target.arch));
   return false;
 }
 
@@ -213,7 +204,7 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
   int64_t WM = lc.warpTileM(), WN = lc.warpTileN(), MI = WM / 16, NI = WN / 8;
   beforeSharedRead(out);
   thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
-  thir::Expr warp = div(tid, 32), lane = mod(tid, 32);
+  thir::Expr warp = div(tid, opts_.target.warpSize), lane = mod(tid, opts_.target.warpSize);
   thir::Expr wM = lc.warpsN == 1 ? warp : div(warp, lc.warpsN);
   thir::Expr wN = lc.warpsN == 1 ? i32(0) : mod(warp, lc.warpsN);
   thir::Expr rowBase = mul(wM, WM), colBase = mul(wN, WN);
@@ -449,7 +440,7 @@ bool KernelLowering::stageOperand(const tile::Stmt &s, const tile::BufferPtr &a,
   }
   // After the operand tiles (and clear of the reduction scratch only in time: barriers order
   // the two).
-  sb.offset = alignUp(scratchBase_, 1024);
+  sb.offset = alignUp(scratchBase_, opts_.target.sharedBufferAlign);
   out_.dynamicSharedBytes =
       std::max<int>(out_.dynamicSharedBytes, static_cast<int>(sb.offset + sb.layout.bytes()));
   shared_[a->id] = sb;

@@ -297,14 +297,14 @@ void KernelLowering::lowerPipelined(const tile::Stmt &s, const tile::For &f, thi
   loop.body.push_back({thir::CpAsyncWait{S - 2}});
   // On sm_90 the copies are also made visible to wgmma (the async proxy) here, once for the
   // whole body.
-  bool hopper = opts_.arch == "sm_90" || opts_.arch == "sm_90a";
-  if (hopper)
+  bool asyncProxy = opts_.target.hasAsyncProxyFence;
+  if (asyncProxy)
     loop.body.push_back({thir::FenceProxyAsync{}});
   loop.body.push_back({thir::Barrier{}});
   smemRead_ = smemWritten_ = false;
   issue(thir::binary(thir::BinOp::Add, it, i32(S - 1)), loop.body);
   // The issued copies write versions this iteration does not read.
-  if (hopper)
+  if (asyncProxy)
     fencedPoint_ = std::make_pair(&loop.body, loop.body.size());
   at(it);
   std::optional<Interval> r;

@@ -1,6 +1,7 @@
 // Top level: imports, constants and -D overrides, macros, kernel signatures.
 #include "sema/SemaImpl.h"
 #include "syntax/Parser.h"
+#include "target/TargetInfo.h"
 
 #include <fmt/format.h>
 
@@ -506,23 +507,22 @@ std::optional<tile::Kernel> Sema::analyzeKernel(const ast::FuncDef &def,
     if (!e)
       continue;
     // CUDA's limits per launch axis (the launch checks symbolic extents against them too).
-    static constexpr int64_t kMaxGridExtent[3] = {2147483647, 65535, 65535};
     size_t axis = k.grid.size();
     if (auto c = tile::asConstInt(e); c && *c <= 0)
       diags_.error(g->loc(), fmt::format("grid extent must be positive, got {}", *c));
-    else if (c && axis < 3 && *c > kMaxGridExtent[axis])
+    else if (c && axis < 3 && *c > target::kMaxGridExtent[axis])
       diags_.error(g->loc(), fmt::format("grid extent {} is too large for the {} axis (the limit "
                                          "is {})",
-                                         *c, "xyz"[axis], kMaxGridExtent[axis]));
+                                         *c, "xyz"[axis], target::kMaxGridExtent[axis]));
     k.grid.push_back(e);
   }
   for (const ast::KeywordArg &kw : kcall->kwargs) {
     if (kw.name == "threads") {
       if (auto t = evalConstInt(*kw.value, scope, "the thread count")) {
-        if (*t < 1 || *t > 1024)
-          diags_.error(kw.value->loc(),
-                       fmt::format("threads must be between 1 and 1024, got {}", *t));
-        else if (*t % 32 != 0)
+        if (*t < 1 || *t > target::kMaxThreadsPerBlock)
+          diags_.error(kw.value->loc(), fmt::format("threads must be between 1 and {}, got {}",
+                                                    target::kMaxThreadsPerBlock, *t));
+        else if (*t % target::kWarpSize != 0)
           diags_.error(kw.value->loc(),
                        fmt::format("threads must be a multiple of 32 (a whole number of warps), "
                                    "got {}",

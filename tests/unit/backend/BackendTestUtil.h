@@ -7,7 +7,9 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace tilec::test {
 
@@ -73,6 +75,14 @@ struct Compiled {
   std::string ll;
   std::string ptx;
 };
+
+/// Code generation options for `arch` (one of target::supportedArchs()).
+inline codegen::TargetOptions forArch(std::string_view arch) {
+  auto t = target::targetInfo(arch);
+  if (!t)
+    throw std::invalid_argument("not a supported arch: " + std::string(arch));
+  return codegen::TargetOptions{*t};
+}
 
 inline Compiled compile(const Module &m, const codegen::TargetOptions &opts = {}) {
   llvm::LLVMContext ctx;

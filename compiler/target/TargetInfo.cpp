@@ -1,0 +1,87 @@
+#include "target/TargetInfo.h"
+
+#include <algorithm>
+
+namespace tilec::target {
+
+namespace {
+
+// Sources: CUDA C++ Programming Guide, "Compute Capabilities" (technical specifications per
+// compute capability), and the PTX ISA's target-ISA notes for each instruction.
+TargetInfo make(std::string arch, int sm, bool archSpecific) {
+  TargetInfo t;
+  t.arch = std::move(arch);
+  t.smVersion = sm;
+  t.archSpecific = archSpecific;
+  t.hasCpAsync = sm >= 80;
+  t.hasTma = sm >= 90;
+  t.hasAsyncProxyFence = sm >= 90;
+  t.hasWgmma = sm == 90 && archSpecific;
+  t.hasSetmaxnreg = sm == 90 && archSpecific;
+  t.hasFp8Mma = sm >= 89;
+  switch (sm) {
+  case 80:
+    t.sharedPerBlockOptin = 163 * 1024;
+    t.sharedPerSM = 164 * 1024;
+    t.maxThreadsPerSM = 2048;
+    break;
+  case 86:
+  case 89:
+    t.sharedPerBlockOptin = 99 * 1024;
+    t.sharedPerSM = 100 * 1024;
+    t.maxThreadsPerSM = 1536;
+    break;
+  default: // 90
+    t.sharedPerBlockOptin = 227 * 1024;
+    t.sharedPerSM = 228 * 1024;
+    t.maxThreadsPerSM = 2048;
+    break;
+  }
+  for (DType in : {DType::Float16, DType::BFloat16})
+    t.mmaSyncShapes.push_back({16, 8, 16, in});
+  if (t.hasFp8Mma)
+    for (DType in : {DType::Float8E4M3, DType::Float8E5M2})
+      t.mmaSyncShapes.push_back({16, 8, 32, in});
+  if (t.hasWgmma) {
+    // m64nNk16 for 16-bit inputs, m64nNk32 for fp8; N = 8, 16, ..., 256.
+    for (DType in : {DType::Float16, DType::BFloat16, DType::Float8E4M3, DType::Float8E5M2})
+      for (int n = 8; n <= 256; n += 8)
+        t.wgmmaShapes.push_back({64, n, dtypeBits(in) == 8 ? 32 : 16, in});
+  }
+  return t;
+}
+
+const std::vector<TargetInfo> &targets() {
+  static const std::vector<TargetInfo> all = {make("sm_80", 80, false), make("sm_86", 86, false),
+                                              make("sm_89", 89, false), make("sm_90", 90, false),
+                                              make("sm_90a", 90, true)};
+  return all;
+}
+
+} // namespace
+
+const std::vector<std::string> &supportedArchs() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const TargetInfo &t : targets())
+      n.push_back(t.arch);
+    return n;
+  }();
+  return names;
+}
+
+std::optional<TargetInfo> targetInfo(std::string_view arch) {
+  const auto &all = targets();
+  auto it =
+      std::find_if(all.begin(), all.end(), [&](const TargetInfo &t) { return t.arch == arch; });
+  if (it == all.end())
+    return std::nullopt;
+  return *it;
+}
+
+const TargetInfo &defaultTarget() {
+  static const TargetInfo t = *targetInfo("sm_90a");
+  return t;
+}
+
+} // namespace tilec::target

@@ -1,0 +1,84 @@
+// The one description of a GPU target: which instructions it has and its hardware limits. The
+// driver builds it once from --arch; every later stage asks it instead of comparing arch names
+// or writing hardware numbers of its own.
+#pragma once
+
+#include "support/DType.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tilec::target {
+
+/// Limits every supported target shares, for the stages that run before a target is chosen
+/// (sema checks them for `tilec check` too).
+inline constexpr int kWarpSize = 32;
+inline constexpr int kMaxThreadsPerBlock = 1024;
+inline constexpr int64_t kMaxGridExtent[3] = {2147483647, 65535, 65535};
+
+/// The tensor-core instruction families.
+enum class MmaFamily {
+  MmaSync, // mma.sync.aligned (sm_80+): one warp, operands in registers
+  Wgmma,   // wgmma.mma_async (sm_90a): one warpgroup, operands from shared memory descriptors
+};
+
+/// One shape of an MMA family for one operand type (fp32 accumulation).
+struct MmaShape {
+  int m = 0, n = 0, k = 0;
+  DType input = DType::Float16;
+  friend bool operator==(const MmaShape &, const MmaShape &) = default;
+};
+
+struct TargetInfo {
+  std::string arch;  // as --arch and ptxas spell it: "sm_90a"
+  int smVersion = 0; // 80, 86, 89, 90
+  /// The `a` suffix: instructions that only this exact GPU generation has (wgmma, setmaxnreg).
+  bool archSpecific = false;
+
+  // ---- Instructions ---------------------------------------------------------------------------
+  bool hasCpAsync = false;         // cp.async global -> shared (sm_80+)
+  bool hasWgmma = false;           // wgmma.mma_async (sm_90a)
+  bool hasTma = false;             // cp.async.bulk.tensor and mbarrier tx counts (sm_90+)
+  bool hasSetmaxnreg = false;      // setmaxnreg (sm_90a)
+  bool hasFp8Mma = false;          // tensor-core fp8 (e4m3/e5m2) inputs (sm_89+)
+  bool hasAsyncProxyFence = false; // fence.proxy.async: generic writes seen by wgmma/TMA (sm_90+)
+
+  // ---- Limits ---------------------------------------------------------------------------------
+  int warpSize = kWarpSize;
+  int maxThreadsPerBlock = kMaxThreadsPerBlock;
+  int maxThreadsPerSM = 2048;
+  int registersPerThread = 255; // 32-bit registers one thread may name
+  int registersPerSM = 65536;
+  /// Shared memory one block gets without opting in, and at most after cuFuncSetAttribute.
+  int64_t sharedPerBlockDefault = 48 * 1024;
+  int64_t sharedPerBlockOptin = 0;
+  int64_t sharedPerSM = 0;
+  /// Where shared buffers start: the 128-byte swizzle pattern repeats every 1024 bytes, and
+  /// wgmma descriptors and TMA destinations assume the pattern starts at the buffer.
+  int64_t sharedBufferAlign = 1024;
+
+  /// PTX ISA version times ten: what the generated PTX declares (`.version 8.5`).
+  int ptxVersion = 85;
+
+  /// The MMA shapes of each family this target has (empty when it lacks the family).
+  std::vector<MmaShape> mmaSyncShapes;
+  std::vector<MmaShape> wgmmaShapes;
+
+  const std::vector<MmaShape> &shapes(MmaFamily f) const {
+    return f == MmaFamily::Wgmma ? wgmmaShapes : mmaSyncShapes;
+  }
+};
+
+/// The architectures --arch accepts, in a stable order.
+const std::vector<std::string> &supportedArchs();
+
+/// The description of `arch`, or nullopt when it is not one of supportedArchs().
+std::optional<TargetInfo> targetInfo(std::string_view arch);
+
+/// The target `tilec compile` builds for when --arch is not given (sm_90a).
+const TargetInfo &defaultTarget();
+
+} // namespace tilec::target
