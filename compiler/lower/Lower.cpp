@@ -79,9 +79,7 @@ std::optional<thir::Kernel> KernelLowering::run() {
       out_.body.push_back({thir::DeclVar{id, Type{b->dtype}, init}});
     }
   }
-  planPipelines(k_.body);
-  if (!verifyFragmentLowering() || !checkRegisterLimit() || !planShared() ||
-      !declareFragments(out_.body))
+  if (!verifyFragmentLowering() || !checkRegisterLimit() || !declareFragments(out_.body))
     return std::nullopt;
   lowerBody(k_.body, out_.body, {});
   if (failed_ || !checkSharedLimit())
@@ -666,18 +664,26 @@ void KernelLowering::gatherAccesses(const tile::Body &b, std::vector<Access> &ou
 
 using detail::KernelLowering;
 
-std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &diags,
-                                    const Options &opts) {
+bool inferLayouts(const tile::Program &p, const target::TargetInfo &t, DiagnosticEngine &diags,
+                  ProgramPlan &plan) {
+  plan.kernels.resize(p.kernels.size());
+  bool ok = true;
+  for (size_t i = 0; i < p.kernels.size(); ++i)
+    ok = analysis::inferFragmentLayouts(p.kernels[i], diags, {t.hasWgmma},
+                                        plan.kernels[i].fragments) &&
+         ok;
+  return ok;
+}
+
+std::optional<Lowered> lowerToThreadIR(const tile::Program &p, const ProgramPlan &plan,
+                                       DiagnosticEngine &diags, const Options &opts) {
   Lowered result;
   thir::Module &m = result.module;
   m.name = p.stem;
   bool ok = true;
-  for (const tile::Kernel &k : p.kernels) {
-    KernelLowering kl(k, diags, opts);
-    if (!analysis::inferFragmentLayouts(k, diags, {opts.target.hasWgmma}, kl.fragmentLayouts_)) {
-      ok = false;
-      continue;
-    }
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    const tile::Kernel &k = p.kernels[i];
+    KernelLowering kl(k, plan.kernels.at(i), diags, opts);
     auto lowered = kl.run();
     if (!lowered) {
       ok = false;
@@ -695,6 +701,16 @@ std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &di
   if (!ok)
     return std::nullopt;
   return result;
+}
+
+std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &diags,
+                                    const Options &opts) {
+  ProgramPlan plan;
+  if (!inferLayouts(p, opts.target, diags, plan))
+    return std::nullopt;
+  planPipelines(p, plan);
+  planShared(p, opts.target, plan);
+  return lowerToThreadIR(p, plan, diags, opts);
 }
 
 } // namespace tilec::lower

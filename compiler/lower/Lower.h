@@ -5,6 +5,7 @@
 #include "analysis/FragmentLayout.h"
 #include "analysis/ParallelLayout.h"
 #include "analysis/SharedLayout.h"
+#include "lower/Plan.h"
 #include "support/Diagnostics.h"
 #include "target/TargetInfo.h"
 #include "threadir/ThreadIR.h"
@@ -53,8 +54,13 @@ struct Lowered {
   std::map<std::string, int> dynamicSharedBytes; // by kernel
 };
 
-/// Returns nullopt after reporting an error (a construct not supported yet names itself and its
-/// location).
+/// lower-to-thread-ir: spells out `p` per thread as `plan` decided. Returns nullopt after
+/// reporting an error (a construct not supported yet names itself and its location).
+std::optional<Lowered> lowerToThreadIR(const tile::Program &p, const ProgramPlan &plan,
+                                       DiagnosticEngine &diags, const Options &opts);
+
+/// The planning passes and lowerToThreadIR in order (for tests and tools that want thread IR
+/// without the driver's pipeline).
 std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &diags,
                                     const Options &opts);
 

@@ -36,58 +36,6 @@ bool writesShared(const thir::Body &body, size_t from) {
   return false;
 }
 
-bool KernelLowering::planShared() {
-  auto place = [&] {
-    int64_t offset = 0;
-    for (const tile::BufferPtr &b : k_.buffers) {
-      if (b->scope != tile::Scope::Shared)
-        continue;
-      SharedBuffer sb;
-      std::vector<int64_t> shape;
-      for (const tile::Expr &d : b->shape)
-        shape.push_back(*tile::asConstInt(d));
-      sb.layout = analysis::chooseSharedLayout(shape, dtypeBytes(b->dtype));
-      sb.offset = alignUp(offset, opts_.target.sharedBufferAlign);
-      auto versions = stagesOf_.find(b->id);
-      sb.versions = versions == stagesOf_.end() ? 1 : versions->second;
-      offset = sb.offset + sb.layout.bytes() * sb.versions;
-      shared_[b->id] = sb;
-    }
-    return alignUp(offset, 16);
-  };
-  scratchBase_ = place();
-  // Buffer versions for software pipelines must fit beside everything else: fewer stages
-  // (down to 2), then no pipelining, for the loop with the most versioned bytes first.
-  while (scratchBase_ > opts_.target.sharedPerBlockOptin && !pipelines_.empty()) {
-    auto bytesOf = [&](const PipelinePlan &p) {
-      int64_t bytes = 0;
-      for (const tile::Stmt *c : p.copies)
-        bytes +=
-            shared_.at(std::get<tile::Copy>(c->op).dst.buffer->id).layout.bytes() * (p.stages - 1);
-      return bytes;
-    };
-    auto largest = pipelines_.begin();
-    for (auto it = pipelines_.begin(); it != pipelines_.end(); ++it)
-      if (bytesOf(it->second) > bytesOf(largest->second))
-        largest = it;
-    PipelinePlan &p = largest->second;
-    for (const tile::Stmt *c : p.copies) {
-      int id = std::get<tile::Copy>(c->op).dst.buffer->id;
-      if (p.stages > 2)
-        stagesOf_[id] = p.stages - 1;
-      else
-        stagesOf_.erase(id);
-    }
-    if (p.stages > 2)
-      --p.stages;
-    else
-      pipelines_.erase(largest);
-    scratchBase_ = place();
-  }
-  out_.dynamicSharedBytes = static_cast<int>(scratchBase_);
-  return true;
-}
-
 thir::Expr KernelLowering::sharedOffset(const tile::BufferPtr &b,
                                         const std::vector<thir::Expr> &index) {
   const SharedBuffer &sb = shared_.at(b->id);

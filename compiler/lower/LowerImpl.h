@@ -5,6 +5,7 @@
 #include "analysis/FragmentLayout.h"
 #include "analysis/ParallelLayout.h"
 #include "lower/Lower.h"
+#include "lower/Plan.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -152,12 +153,17 @@ struct ElementContext {
 
 class KernelLowering {
 public:
-  KernelLowering(const tile::Kernel &k, DiagnosticEngine &diags, const Options &opts)
-      : k_(k), diags_(diags), opts_(opts) {}
+  /// Lowers `k` as `plan` (from the planning passes) decided.
+  KernelLowering(const tile::Kernel &k, const KernelPlan &plan, DiagnosticEngine &diags,
+                 const Options &opts)
+      : fragmentLayouts_(plan.fragments), pipelines_(plan.pipelines), shared_(plan.shared), k_(k),
+        diags_(diags), opts_(opts), scratchBase_(plan.scratchBase) {
+    out_.dynamicSharedBytes = static_cast<int>(plan.scratchBase);
+  }
   std::optional<thir::Kernel> run();
 
   std::vector<std::pair<SourceLoc, analysis::ParallelLayout>> layouts_;
-  std::map<int, analysis::FragmentLayout> fragmentLayouts_;
+  const std::map<int, analysis::FragmentLayout> &fragmentLayouts_;
 
 private:
   void unsupported(SourceLoc loc, const std::string &what);
@@ -254,12 +260,7 @@ private:
                   const LaneContext &lc);
 
   // ---- LowerGemm.cpp: shared memory, barriers, gemm, block rasterization ---------------------
-  struct SharedBuffer {
-    int64_t offset = 0; // bytes from the start of dynamic shared memory (1024-aligned)
-    analysis::SharedLayout layout;
-    int versions = 1; // software-pipeline stages, layout.bytes() apart
-  };
-  bool planShared();
+  using SharedBuffer = SharedPlacement;
   /// Reports a kernel whose shared memory exceeds what the target gives one block.
   bool checkSharedLimit();
   /// Reports a kernel whose fragments need more registers per thread than a thread has.
@@ -273,18 +274,8 @@ private:
   void lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
 
   // ---- LowerPipeline.cpp: software pipelining of Pipelined loops ---------------------------
-  /// A Pipelined loop whose global -> shared copies are issued stages - 1 iterations ahead
-  /// (cp.async), each copied buffer in `stages` versions used round-robin.
-  struct PipelinePlan {
-    int stages = 1;
-    std::vector<const tile::Stmt *> lets;   // top-level Lets the copies read, re-run per issue
-    std::vector<const tile::Stmt *> copies; // the copies issued ahead
-  };
-  /// Finds the loops to pipeline; runs before planShared, which allocates the versions.
-  void planPipelines(const tile::Body &body);
   void lowerPipelined(const tile::Stmt &s, const tile::For &f, thir::Body &out);
-  std::map<const tile::For *, PipelinePlan> pipelines_;
-  std::map<int, int> stagesOf_;           // shared buffer id -> versions
+  const std::map<const tile::For *, PipelinePlan> &pipelines_;
   std::map<int, thir::Expr> stageOffset_; // shared buffer id -> byte offset of the version in use
   bool asyncCopies_ = false;              // global -> shared copies use cp.async where they can
   /// Where a pipelined loop's `fence.proxy.async; barrier` ends (sm_90): a wgmma in that body

@@ -1,0 +1,71 @@
+// The decisions the planning passes take before lowering, recorded per kernel so that later
+// passes read them instead of deciding again: fragment layouts (infer-layouts), software
+// pipelines (plan-pipelines) and shared-memory placement (plan-shared). Lowering to thread IR
+// (lowerToThreadIR) only reads them.
+#pragma once
+
+#include "analysis/FragmentLayout.h"
+#include "analysis/SharedLayout.h"
+#include "support/Diagnostics.h"
+#include "target/TargetInfo.h"
+#include "tileir/TileIR.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace tilec::lower {
+
+/// A Pipelined loop whose global -> shared copies are issued `stages - 1` iterations ahead
+/// (cp.async), each copied buffer in `stages` versions used round-robin.
+struct PipelinePlan {
+  int stages = 1;
+  std::vector<const tile::Stmt *> lets;   // top-level Lets the copies read, re-run per issue
+  std::vector<const tile::Stmt *> copies; // the copies issued ahead
+};
+
+/// Where a shared buffer lives: `offset` bytes into dynamic shared memory (aligned to
+/// TargetInfo::sharedBufferAlign), its elements placed by `layout`, in `versions` copies
+/// `layout.bytes()` apart (one per stage of the software pipeline that fills it).
+struct SharedPlacement {
+  int64_t offset = 0;
+  analysis::SharedLayout layout;
+  int versions = 1;
+};
+
+struct KernelPlan {
+  /// infer-layouts: the layout of every fragment (and local buffer), by buffer id.
+  std::map<int, analysis::FragmentLayout> fragments;
+  /// plan-pipelines: the loops to pipeline (plan-shared may lower their stages or drop them
+  /// when the versions do not fit), and the versions of each shared buffer they fill.
+  std::map<const tile::For *, PipelinePlan> pipelines;
+  std::map<int, int> stagesOf;
+  /// plan-shared: every alloc_shared buffer's place, and the first byte after them (16-byte
+  /// aligned), where lowering's scratch space begins.
+  std::map<int, SharedPlacement> shared;
+  int64_t scratchBase = 0;
+};
+
+/// One plan per kernel of the program, in the program's order.
+struct ProgramPlan {
+  std::vector<KernelPlan> kernels;
+};
+
+/// infer-layouts: fragment layouts by constraint propagation (analysis/FragmentLayout.h).
+/// Returns false after reporting a conflict.
+bool inferLayouts(const tile::Program &p, const target::TargetInfo &t, DiagnosticEngine &diags,
+                  ProgramPlan &plan);
+
+/// plan-pipelines: the Pipelined loops whose copies from global to shared memory can be issued
+/// ahead (the rules are in PlanPipelines.cpp).
+void planPipelines(const tile::Program &p, ProgramPlan &plan);
+
+/// plan-shared: places the shared buffers (and their versions), fewer pipeline stages where
+/// they would not fit in the target's shared memory.
+void planShared(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan);
+
+/// Human-readable form of what the planning passes recorded so far, for --dump-after.
+std::string printPlan(const tile::Program &p, const ProgramPlan &plan);
+
+} // namespace tilec::lower
