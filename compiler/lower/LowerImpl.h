@@ -300,6 +300,20 @@ private:
   /// Reductions the register paths do not cover (any rank and dimension, shared buffers): the
   /// source in shared memory, each thread reducing whole lines serially.
   void lowerReduceThroughShared(const tile::Stmt &s, const tile::Reduce &r, thir::Body &out);
+  /// Where the fragment operands of a tile operation through shared memory live in scratch.
+  struct Scratch {
+    int64_t src = 0, dst = 0;
+  };
+  /// Starts an operation `what` from `src` into `dst`, which must be whole shared buffers or
+  /// fragments (else reported): reserves scratch for the fragment sides, both in one array when
+  /// `inPlace`, and stages a fragment source there.
+  std::optional<Scratch> stageThroughShared(const tile::Stmt &s, const tile::Region &src,
+                                            const tile::Region &dst, const char *what, DType acc,
+                                            bool inPlace, thir::Body &out);
+  /// Ends it: loads a fragment destination from its scratch (with `combine`, combined into its
+  /// values) and records the shared memory accesses that a later barrier must order.
+  void unstageThroughShared(const tile::BufferPtr &dst, int64_t dstScratch, DType acc,
+                            std::optional<thir::BinOp> combine, thir::Body &out);
   /// Where element `idx` of on-chip buffer `b` lives in shared memory: its own place for a
   /// shared buffer, a row-major scratch array of `scratchType` at `scratch` for a fragment.
   thir::Expr tileLocation(const tile::BufferPtr &b, const std::vector<thir::Expr> &idx,

@@ -93,37 +93,67 @@ void KernelLowering::fragmentFromScratch(const tile::BufferPtr &b, int64_t scrat
     }
 }
 
-void KernelLowering::lowerCumsum(const tile::Stmt &s, const tile::Cumsum &c, thir::Body &out) {
-  const tile::BufferPtr &src = c.src.buffer, &dst = c.dst.buffer;
+std::optional<KernelLowering::Scratch>
+KernelLowering::stageThroughShared(const tile::Stmt &s, const tile::Region &src,
+                                   const tile::Region &dst, const char *what, DType acc,
+                                   bool inPlace, thir::Body &out) {
   auto usable = [&](const tile::Region &r) {
     return fullBuffer(r) &&
            (r.buffer->scope == tile::Scope::Shared || r.buffer->scope == tile::Scope::Fragment);
   };
-  if (!usable(c.src) || !usable(c.dst)) {
-    unsupported(s.loc, "cumsum of a part of a buffer or of a buffer outside shared memory and "
-                       "fragments");
-    return;
+  if (!usable(src) || !usable(dst)) {
+    unsupported(s.loc, fmt::format("{} of a part of a buffer or of a buffer outside shared memory "
+                                   "and fragments",
+                                   what));
+    return std::nullopt;
   }
+  const bool srcFragment = src.buffer->scope == tile::Scope::Fragment;
+  const bool dstFragment = dst.buffer->scope == tile::Scope::Fragment;
+  const int bytes = dtypeBytes(acc);
+  const int64_t srcBytes = srcFragment ? product(constShape(src.buffer)) * bytes : 0;
+  const int64_t dstBytes = dstFragment ? product(constShape(dst.buffer)) * bytes : 0;
+  Scratch scratch;
+  scratch.src = (scratchBase_ + 15) / 16 * 16;
+  scratch.dst = inPlace ? scratch.src : scratch.src + srcBytes;
+  // planShared made dynamicSharedBytes at least scratchBase_: with no fragment, nothing grows.
+  const int64_t end = inPlace ? scratch.src + std::max(srcBytes, dstBytes) : scratch.dst + dstBytes;
+  out_.dynamicSharedBytes = std::max<int>(out_.dynamicSharedBytes, static_cast<int>(end));
+  out.push_back({thir::Barrier{}});
+  if (srcFragment) {
+    fragmentToScratch(src.buffer, scratch.src, acc, out);
+    out.push_back({thir::Barrier{}});
+  }
+  return scratch;
+}
+
+void KernelLowering::unstageThroughShared(const tile::BufferPtr &dst, int64_t dstScratch, DType acc,
+                                          std::optional<thir::BinOp> combine, thir::Body &out) {
+  out.push_back({thir::Barrier{}});
+  smemRead_ = smemWritten_ = false;
+  if (dst->scope == tile::Scope::Fragment) {
+    fragmentFromScratch(dst, dstScratch, acc, combine, out);
+    smemRead_ = true;
+  } else {
+    smemWritten_ = true;
+  }
+}
+
+void KernelLowering::lowerCumsum(const tile::Stmt &s, const tile::Cumsum &c, thir::Body &out) {
+  const tile::BufferPtr &src = c.src.buffer, &dst = c.dst.buffer;
+  const DType acc = accumulatorType(src->dtype);
+  // One scratch array serves both sides (in place) when both are fragments.
+  std::optional<Scratch> scratch = stageThroughShared(s, c.src, c.dst, "cumsum", acc, true, out);
+  if (!scratch)
+    return;
   std::vector<int64_t> shape = constShape(src);
   const int dim = c.dim;
   const int64_t L = shape[dim], lines = product(shape) / std::max<int64_t>(L, 1);
-  const DType acc = accumulatorType(src->dtype);
-  // One scratch array serves both sides (in place) when both are fragments.
-  const int64_t scratch = (scratchBase_ + 15) / 16 * 16;
-  if (src->scope == tile::Scope::Fragment || dst->scope == tile::Scope::Fragment)
-    out_.dynamicSharedBytes = std::max<int>(
-        out_.dynamicSharedBytes, static_cast<int>(scratch + product(shape) * dtypeBytes(acc)));
   auto location = [&](const tile::BufferPtr &b, const std::vector<thir::Expr> &idx) {
-    return tileLocation(b, idx, scratch, acc);
+    return tileLocation(b, idx, scratch->src, acc);
   };
   auto locType = [&](const tile::BufferPtr &b) {
     return Type{b->scope == tile::Scope::Shared ? b->dtype : acc};
   };
-  out.push_back({thir::Barrier{}});
-  if (src->scope == tile::Scope::Fragment) {
-    fragmentToScratch(src, scratch, acc, out);
-    out.push_back({thir::Barrier{}});
-  }
   // Line l: every index but `dim` from l (row-major over the other dimensions).
   thir::ForStmt lineLoop = perThread(nextVar_++, lines, k_.threads);
   std::vector<int64_t> others = shape;
@@ -144,46 +174,22 @@ void KernelLowering::lowerCumsum(const tile::Stmt &s, const tile::Cumsum &c, thi
       {thir::SharedStore{location(dst, idx), thir::cast(thir::var(sum, Type{acc}), locType(dst))}});
   lineLoop.body.push_back({std::move(scan)});
   out.push_back({std::move(lineLoop)});
-  out.push_back({thir::Barrier{}});
-  smemRead_ = smemWritten_ = false;
-  if (dst->scope == tile::Scope::Fragment) {
-    fragmentFromScratch(dst, scratch, acc, std::nullopt, out);
-    smemRead_ = true;
-  } else {
-    smemWritten_ = true;
-  }
+  unstageThroughShared(dst, scratch->dst, acc, std::nullopt, out);
 }
 
 void KernelLowering::lowerReduceThroughShared(const tile::Stmt &s, const tile::Reduce &r,
                                               thir::Body &out) {
   const tile::BufferPtr &src = r.src.buffer, &dst = r.dst.buffer;
-  auto usable = [&](const tile::Region &g) {
-    return fullBuffer(g) &&
-           (g.buffer->scope == tile::Scope::Shared || g.buffer->scope == tile::Scope::Fragment);
-  };
-  if (!usable(r.src) || !usable(r.dst)) {
-    unsupported(s.loc, "a reduction of a part of a buffer or of a buffer outside shared memory "
-                       "and fragments");
+  const DType acc = accumulatorType(src->dtype);
+  // Scratch: the source (when a fragment), then the results (when the destination is one).
+  std::optional<Scratch> scratch =
+      stageThroughShared(s, r.src, r.dst, "a reduction", acc, false, out);
+  if (!scratch)
     return;
-  }
   std::vector<int64_t> shape = constShape(src), outShape = constShape(dst);
   const int dim = r.dim;
   const int64_t L = shape[dim], outputs = product(outShape);
-  const DType acc = accumulatorType(src->dtype);
-  const int bytes = dtypeBytes(acc);
   const ReduceOp op = reduceOp(r.kind);
-  // Scratch: the source (when a fragment), then the results (when the destination is one).
-  const int64_t srcScratch = (scratchBase_ + 15) / 16 * 16;
-  const int64_t dstScratch =
-      srcScratch + (src->scope == tile::Scope::Fragment ? product(shape) * bytes : 0);
-  out_.dynamicSharedBytes = std::max<int>(
-      out_.dynamicSharedBytes,
-      static_cast<int>(dstScratch + (dst->scope == tile::Scope::Fragment ? outputs * bytes : 0)));
-  out.push_back({thir::Barrier{}});
-  if (src->scope == tile::Scope::Fragment) {
-    fragmentToScratch(src, srcScratch, acc, out);
-    out.push_back({thir::Barrier{}});
-  }
   thir::ForStmt outLoop = perThread(nextVar_++, outputs, k_.threads);
   std::vector<thir::Expr> outIdx =
       outShape.empty() ? std::vector<thir::Expr>{}
@@ -196,29 +202,22 @@ void KernelLowering::lowerReduceThroughShared(const tile::Stmt &s, const tile::R
   idx.insert(idx.begin() + dim, thir::var(walk.var, Type{DType::Int32}));
   Type srcLoc{src->scope == tile::Scope::Shared ? src->dtype : acc};
   thir::Expr x =
-      thir::cast(thir::sharedLoad(tileLocation(src, idx, srcScratch, acc), srcLoc), Type{acc});
+      thir::cast(thir::sharedLoad(tileLocation(src, idx, scratch->src, acc), srcLoc), Type{acc});
   if (op.abs)
     x = thir::unary(thir::UnOp::Abs, x);
   walk.body.push_back(
       {thir::AssignVar{partial, thir::binary(op.combine, thir::var(partial, Type{acc}), x)}});
   outLoop.body.push_back({std::move(walk)});
   thir::Expr result = thir::var(partial, Type{acc});
-  thir::Expr where = tileLocation(dst, outIdx, dstScratch, acc);
+  thir::Expr where = tileLocation(dst, outIdx, scratch->dst, acc);
   if (dst->scope == tile::Scope::Shared && !r.clear)
     result = thir::binary(op.combine,
                           thir::cast(thir::sharedLoad(where, Type{dst->dtype}), Type{acc}), result);
   Type dstLoc{dst->scope == tile::Scope::Shared ? dst->dtype : acc};
   outLoop.body.push_back({thir::SharedStore{where, thir::cast(result, dstLoc)}});
   out.push_back({std::move(outLoop)});
-  out.push_back({thir::Barrier{}});
-  smemRead_ = smemWritten_ = false;
-  if (dst->scope == tile::Scope::Fragment) {
-    fragmentFromScratch(dst, dstScratch, acc,
-                        r.clear ? std::nullopt : std::optional<thir::BinOp>(op.combine), out);
-    smemRead_ = true;
-  } else {
-    smemWritten_ = true;
-  }
+  unstageThroughShared(dst, scratch->dst, acc,
+                       r.clear ? std::nullopt : std::optional<thir::BinOp>(op.combine), out);
 }
 
 } // namespace tilec::lower::detail

@@ -462,7 +462,7 @@ std::optional<Value> Sema::evalCall(const ast::Expr &e, const ast::Call &c, Loca
   if (auto *b = std::get_if<BuiltinVal>(&*callee))
     return evalBuiltinCall(b->name, e, c, scope);
   if (auto *m = std::get_if<MacroVal>(&*callee))
-    return expandMacro(*m, e, c, scope, false);
+    return expandMacro(*m, e, c, scope);
   if (auto *d = std::get_if<DTypeVal>(&*callee)) {
     if (c.args.size() != 1 || !c.kwargs.empty()) {
       diags_.error(e.loc(), fmt::format("{}(x) takes exactly one argument", dtypeName(d->type)));
@@ -694,22 +694,27 @@ bool checkMacroValue(DiagnosticEngine &diags, const Value &v, const std::string 
 
 } // namespace
 
-std::optional<Value> Sema::expandMacro(const MacroVal &m, const ast::Expr &e, const ast::Call &c,
-                                       LocalScope &scope, bool asStatement) {
+std::optional<LocalScope> Sema::bindMacroCall(const MacroVal &m, const ast::Call &c,
+                                              LocalScope &scope, SourceLoc loc, bool asStatement) {
   const ast::FuncDef &def = *m.def;
   if (macroDepth_ >= 32) {
-    diags_.error(e.loc(), fmt::format("macro expansion too deep (limit 32) while expanding '{}'; "
-                                      "is it recursive?",
-                                      def.name));
+    diags_.error(loc, fmt::format("macro expansion too deep (limit 32) while expanding '{}'; "
+                                  "is it recursive?",
+                                  def.name));
     return std::nullopt;
   }
   LocalScope inner;
   inner.module = m.scope;
   inner.exprMacro = !asStatement;
   inheritParallel(inner, scope);
+  if (asStatement && (c.args.size() != def.params.size() || !c.kwargs.empty())) {
+    diags_.error(loc, fmt::format("macro '{}' takes {} positional argument(s), {} given", def.name,
+                                  def.params.size(), c.args.size()));
+    return std::nullopt;
+  }
   if (c.args.size() > def.params.size()) {
-    diags_.error(e.loc(), fmt::format("macro '{}' takes {} argument(s), {} given", def.name,
-                                      def.params.size(), c.args.size()));
+    diags_.error(loc, fmt::format("macro '{}' takes {} argument(s), {} given", def.name,
+                                  def.params.size(), c.args.size()));
     return std::nullopt;
   }
   for (size_t i = 0; i < c.args.size(); ++i) {
@@ -737,11 +742,21 @@ std::optional<Value> Sema::expandMacro(const MacroVal &m, const ast::Expr &e, co
   }
   for (const ast::Param &p : def.params)
     if (!inner.names.count(p.name)) {
-      diags_.error(e.loc(), fmt::format("macro '{}' is missing argument '{}'", def.name, p.name));
+      diags_.error(loc, fmt::format("macro '{}' is missing argument '{}'", def.name, p.name));
       return std::nullopt;
     }
-  if (!countMacroExpansion(def.name, e.loc()))
+  if (!countMacroExpansion(def.name, loc))
     return std::nullopt;
+  return inner;
+}
+
+std::optional<Value> Sema::expandMacro(const MacroVal &m, const ast::Expr &e, const ast::Call &c,
+                                       LocalScope &scope) {
+  const ast::FuncDef &def = *m.def;
+  std::optional<LocalScope> bound = bindMacroCall(m, c, scope, e.loc(), false);
+  if (!bound)
+    return std::nullopt;
+  LocalScope &inner = *bound;
   ++macroDepth_;
   struct DepthGuard {
     int &d;

@@ -119,8 +119,13 @@ private:
   std::optional<Value> evalCall(const ast::Expr &e, const ast::Call &c, LocalScope &scope);
   std::optional<Value> evalBuiltinCall(const std::string &name, const ast::Expr &e,
                                        const ast::Call &c, LocalScope &scope);
+  /// Expansion of `m` called at `loc`, up to its body: checks the expansion depth and count,
+  /// and binds the call's arguments in a new scope for the body. A macro called as a statement
+  /// takes all its arguments positionally.
+  std::optional<LocalScope> bindMacroCall(const MacroVal &m, const ast::Call &c, LocalScope &scope,
+                                          SourceLoc loc, bool asStatement);
   std::optional<Value> expandMacro(const MacroVal &m, const ast::Expr &e, const ast::Call &c,
-                                   LocalScope &scope, bool asStatement);
+                                   LocalScope &scope);
   tile::Expr binary(ast::BinaryOp op, tile::Expr a, tile::Expr b, SourceLoc loc);
   tile::Expr toScalar(const Value &v, SourceLoc loc, const char *what);
 

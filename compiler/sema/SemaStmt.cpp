@@ -209,32 +209,11 @@ void Sema::analyzeStmt(const ast::Stmt &s, LocalScope &scope, tile::Body &out) {
             return;
           }
           if (auto *m = std::get_if<MacroVal>(&*callee)) {
-            if (macroDepth_ >= 32) {
-              diags_.error(s.loc(), fmt::format("macro expansion too deep (limit 32) while "
-                                                "expanding '{}'; is it recursive?",
-                                                m->def->name));
-              return;
-            }
-            const ast::FuncDef &def = *m->def;
-            LocalScope inner;
-            inner.module = m->scope;
-            inheritParallel(inner, scope);
-            if (call->args.size() != def.params.size() || !call->kwargs.empty()) {
-              diags_.error(s.loc(), fmt::format("macro '{}' takes {} positional argument(s), "
-                                                "{} given",
-                                                def.name, def.params.size(), call->args.size()));
-              return;
-            }
-            for (size_t i = 0; i < call->args.size(); ++i) {
-              auto v = eval(*call->args[i], scope);
-              if (!v)
-                return;
-              inner.names[def.params[i].name] = std::move(*v);
-            }
-            if (!countMacroExpansion(def.name, s.loc()))
+            std::optional<LocalScope> inner = bindMacroCall(*m, *call, scope, s.loc(), true);
+            if (!inner)
               return;
             ++macroDepth_;
-            analyzeBlock(def.body, inner, out);
+            analyzeBlock(m->def->body, *inner, out);
             --macroDepth_;
             return;
           }

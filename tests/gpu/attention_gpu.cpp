@@ -9,8 +9,6 @@
 #include "sm_90a/flash_attention.h"
 #include "sm_90a/mla_decode_split.h"
 
-#include <random>
-
 using namespace gputest;
 
 namespace {
@@ -18,36 +16,16 @@ namespace {
 using FlashFn = CUresult (*)(CUstream, CUdeviceptr, CUdeviceptr, CUdeviceptr, CUdeviceptr, int64_t,
                              int64_t, int64_t);
 
-std::vector<uint16_t> randomHalf(size_t n, std::mt19937 &rng, float sd) {
-  std::normal_distribution<float> dist(0.f, sd);
-  std::vector<uint16_t> v(n);
-  for (auto &x : v)
-    x = toHalf(dist(rng));
-  return v;
-}
-
-CUdeviceptr upload(const std::vector<uint16_t> &v) {
-  CUdeviceptr d;
-  CK(cuMemAlloc(&d, v.size() * 2));
-  CK(cuMemcpyHtoD(d, v.data(), v.size() * 2));
-  return d;
-}
-
 int runFlash(const char *name, FlashFn fn, bool causal, std::mt19937 &rng, int64_t B, int64_t S,
              int64_t H, bool timeIt) {
   const int64_t D = 128;
   size_t n = static_cast<size_t>(B * S * H * D);
-  auto q = randomHalf(n, rng, 1.f), k = randomHalf(n, rng, 1.f), v = randomHalf(n, rng, 1.f);
-  CUdeviceptr dq = upload(q), dk = upload(k), dv = upload(v), dout;
-  CK(cuMemAlloc(&dout, n * 2 + 256));
-  CK(cuMemsetD8(dout, 0xFF, n * 2 + 256));
+  auto q = randomHalves(n, rng), k = randomHalves(n, rng), v = randomHalves(n, rng);
+  DeviceBuffer dq = upload(q), dk = upload(k), dv = upload(v), dout = poisoned(n * 2 + kSlackBytes);
   CK(fn(nullptr, dq, dk, dv, dout, B, S, H));
   CK(cuCtxSynchronize());
-  std::vector<uint16_t> out(n);
-  CK(cuMemcpyDtoH(out.data(), dout, n * 2));
-  long long unwritten = 0;
-  for (uint16_t x : out)
-    unwritten += std::isnan(fromHalf(x));
+  std::vector<uint16_t> out = download<uint16_t>(dout, n);
+  long long unwritten = countNaN(out, fromHalf);
   // Reference on a sample of query rows (all of them for small problems).
   std::vector<float> got;
   std::vector<double> ref;
@@ -89,12 +67,9 @@ int runFlash(const char *name, FlashFn fn, bool causal, std::mt19937 &rng, int64
               (long long)S, (long long)H, e.rel, unwritten, ok ? "ok" : "FAIL");
   if (timeIt) {
     double ms = medianMs([&] { CK(fn(nullptr, dq, dk, dv, dout, B, S, H)); }, 3, 10);
-    double flop = 4.0 * B * H * S * S * D * (causal ? 0.5 : 1.0);
-    std::printf("  %.3f ms  %.1f TFLOP/s", ms, flop / ms / 1e9);
+    printTflops(ms, 4.0 * B * H * S * S * D * (causal ? 0.5 : 1.0));
   }
   std::printf("\n");
-  for (CUdeviceptr p : {dq, dk, dv, dout})
-    CK(cuMemFree(p));
   return ok ? 0 : 1;
 }
 
@@ -107,35 +82,24 @@ template <auto Partial, auto Combine> MlaFn splitMla() {
   return [](CUdeviceptr q, CUdeviceptr qpe, CUdeviceptr kv, CUdeviceptr kpe, CUdeviceptr out,
             int64_t batch, int64_t seqlen) {
     const int64_t heads = 128, dim = 512, splits = 4;
-    CUdeviceptr partial, lse;
-    CK(cuMemAlloc(&partial, batch * heads * splits * dim * 4));
-    CK(cuMemAlloc(&lse, batch * heads * splits * 4));
-    CK(cuMemsetD32(partial, 0x7fc00000u, batch * heads * splits * dim));
+    DeviceBuffer partial = nanFloats(batch * heads * splits * dim), lse(batch * heads * splits * 4);
     CK(Partial(nullptr, q, qpe, kv, kpe, partial, lse, batch, seqlen));
     CK(Combine(nullptr, partial, lse, out, batch));
-    CK(cuMemFree(partial));
-    CK(cuMemFree(lse));
   };
 }
 
 int runMla(const char *name, const MlaFn &fn, std::mt19937 &rng, int64_t batch, int64_t seqlen,
            bool timeIt) {
   const int64_t heads = 128, dim = 512, pe = 64;
-  auto q = randomHalf(batch * heads * dim, rng, 1.f),
-       qpe = randomHalf(batch * heads * pe, rng, 1.f);
-  auto kv = randomHalf(batch * seqlen * dim, rng, 1.f),
-       kpe = randomHalf(batch * seqlen * pe, rng, 1.f);
-  CUdeviceptr dq = upload(q), dqpe = upload(qpe), dkv = upload(kv), dkpe = upload(kpe), dout;
+  auto q = randomHalves(batch * heads * dim, rng), qpe = randomHalves(batch * heads * pe, rng);
+  auto kv = randomHalves(batch * seqlen * dim, rng), kpe = randomHalves(batch * seqlen * pe, rng);
   size_t n = static_cast<size_t>(batch * heads * dim);
-  CK(cuMemAlloc(&dout, n * 2 + 256));
-  CK(cuMemsetD8(dout, 0xFF, n * 2 + 256));
+  DeviceBuffer dq = upload(q), dqpe = upload(qpe), dkv = upload(kv), dkpe = upload(kpe),
+               dout = poisoned(n * 2 + kSlackBytes);
   fn(dq, dqpe, dkv, dkpe, dout, batch, seqlen);
   CK(cuCtxSynchronize());
-  std::vector<uint16_t> out(n);
-  CK(cuMemcpyDtoH(out.data(), dout, n * 2));
-  long long unwritten = 0;
-  for (uint16_t x : out)
-    unwritten += std::isnan(fromHalf(x));
+  std::vector<uint16_t> out = download<uint16_t>(dout, n);
+  long long unwritten = countNaN(out, fromHalf);
   std::vector<float> got;
   std::vector<double> ref;
   std::uniform_int_distribution<int64_t> rb(0, batch - 1), rh(0, heads - 1);
@@ -175,8 +139,6 @@ int runMla(const char *name, const MlaFn &fn, std::mt19937 &rng, int64_t batch, 
     std::printf("  %.3f ms  %.1f GB/s of KV", ms, bytes / ms / 1e6);
   }
   std::printf("\n");
-  for (CUdeviceptr p : {dq, dqpe, dkv, dkpe, dout})
-    CK(cuMemFree(p));
   return ok ? 0 : 1;
 }
 
@@ -184,8 +146,7 @@ int runMla(const char *name, const MlaFn &fn, std::mt19937 &rng, int64_t batch, 
 
 int main() {
   init();
-  std::random_device rd;
-  std::mt19937 rng(rd());
+  std::mt19937 rng = freshRng();
   int failures = 0;
   failures +=
       runFlash("flash sm_90a", tile::flash_attention::flash_attention, false, rng, 1, 1, 1, false);
@@ -213,6 +174,5 @@ int main() {
   failures += runMla("mla_split sm_90a", split90, rng, 2, 1000, false);
   failures += runMla("mla_split sm_80", split80, rng, 2, 1000, false);
   failures += runMla("mla_split sm_90a", split90, rng, 4, 16384, true);
-  std::printf("attention: %s\n", failures ? "FAILED" : "all checks passed");
-  return failures ? 1 : 0;
+  return verdict("attention", failures);
 }

@@ -4,7 +4,6 @@
 #include "gemm_variants.h"
 #include "gpu_common.h"
 
-#include <random>
 #include <string>
 
 using namespace gputest;
@@ -19,23 +18,11 @@ struct Variant {
 };
 
 int check(const Variant &v, std::mt19937 &rng, int64_t M, int64_t N, int64_t K) {
-  std::normal_distribution<float> dist(0.f, 1.f);
-  std::vector<uint16_t> a(M * K), b(K * N);
-  for (auto &x : a)
-    x = toHalf(dist(rng));
-  for (auto &x : b)
-    x = toHalf(dist(rng));
-  CUdeviceptr da, db, dc;
-  CK(cuMemAlloc(&da, a.size() * 2));
-  CK(cuMemAlloc(&db, b.size() * 2));
-  CK(cuMemAlloc(&dc, M * N * 4));
-  CK(cuMemcpyHtoD(da, a.data(), a.size() * 2));
-  CK(cuMemcpyHtoD(db, b.data(), b.size() * 2));
-  CK(cuMemsetD32(dc, 0x7fc00000u, M * N)); // NaN
+  std::vector<uint16_t> a = randomHalves(M * K, rng), b = randomHalves(K * N, rng);
+  DeviceBuffer da = upload(a), db = upload(b), dc = nanFloats(M * N);
   CK(v.run(da, db, dc, M, N, K));
   CK(cuCtxSynchronize());
-  std::vector<float> out(M * N);
-  CK(cuMemcpyDtoH(out.data(), dc, out.size() * 4));
+  std::vector<float> out = download<float>(dc, M * N);
   std::vector<double> ref(M * N);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
@@ -51,9 +38,6 @@ int check(const Variant &v, std::mt19937 &rng, int64_t M, int64_t N, int64_t K) 
   bool ok = e.nan == 0 && e.rel < 1e-5;
   std::printf("%-11s M=%-4lld N=%-4lld K=%-4lld rel.err %.2e unwritten %lld %s\n", v.name,
               (long long)M, (long long)N, (long long)K, e.rel, e.nan, ok ? "ok" : "FAIL");
-  CK(cuMemFree(da));
-  CK(cuMemFree(db));
-  CK(cuMemFree(dc));
   return ok ? 0 : 1;
 }
 
@@ -89,13 +73,12 @@ int main() {
          return g::nn_fullcol(nullptr, A, B, C, M, K, N);
        }},
   };
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng = freshRng();
   int failures = 0;
   for (const Variant &v : variants)
     for (auto [M, N, K] :
          {std::array<int64_t, 3>{64, 64, 64}, std::array<int64_t, 3>{256, 512, 192},
           std::array<int64_t, 3>{130, 200, 100}, std::array<int64_t, 3>{1, 7, 3}})
       failures += check(v, rng, M, N, K);
-  std::printf("gemm_variants: %s\n", failures ? "FAILED" : "all checks passed");
-  return failures ? 1 : 0;
+  return verdict("gemm_variants", failures);
 }

@@ -1,4 +1,5 @@
-// Shared helpers of the GPU test programs: driver setup, checked calls, event timing.
+// Shared helpers of the GPU test programs: driver setup, checked calls, device buffers,
+// random inputs, poisoned outputs, event timing and error measures.
 // These programs run on the lent GPU machine; they are built by scripts/gpu-test.sh.
 #pragma once
 
@@ -7,10 +8,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
+#include <initializer_list>
+#include <random>
+#include <utility>
 #include <vector>
 
 namespace gputest {
@@ -36,6 +40,64 @@ inline CUcontext init() {
   CK(cuDeviceGetName(name, sizeof name, dev));
   std::printf("device: %s\n", name);
   return ctx;
+}
+
+/// A random generator seeded afresh each run, so that repeated runs cover other inputs.
+inline std::mt19937 freshRng() { return std::mt19937(std::random_device{}()); }
+
+/// A device allocation, freed when it goes out of scope; it converts to its CUdeviceptr so that
+/// it can be passed to the generated launchers as is.
+class DeviceBuffer {
+public:
+  explicit DeviceBuffer(size_t bytes) { CK(cuMemAlloc(&ptr_, bytes)); }
+  DeviceBuffer(DeviceBuffer &&other) noexcept : ptr_(std::exchange(other.ptr_, 0)) {}
+  DeviceBuffer(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(const DeviceBuffer &) = delete;
+  DeviceBuffer &operator=(DeviceBuffer &&) = delete;
+  ~DeviceBuffer() {
+    if (ptr_)
+      CK(cuMemFree(ptr_));
+  }
+  operator CUdeviceptr() const { return ptr_; }
+
+private:
+  CUdeviceptr ptr_ = 0;
+};
+
+template <class T> DeviceBuffer upload(const std::vector<T> &v) {
+  DeviceBuffer d(v.size() * sizeof(T));
+  CK(cuMemcpyHtoD(d, v.data(), v.size() * sizeof(T)));
+  return d;
+}
+
+template <class T> std::vector<T> download(CUdeviceptr p, size_t n) {
+  std::vector<T> v(n);
+  CK(cuMemcpyDtoH(v.data(), p, n * sizeof(T)));
+  return v;
+}
+
+/// A buffer of 0xFF bytes, which read as NaN in float32, float16 and bfloat16: an output
+/// element the kernel never writes shows up as NaN.
+inline DeviceBuffer poisoned(size_t bytes) {
+  DeviceBuffer d(bytes);
+  CK(cuMemsetD8(d, 0xFF, bytes));
+  return d;
+}
+
+/// `n` float32 quiet NaNs, the poison of float outputs.
+inline DeviceBuffer nanFloats(size_t n) {
+  DeviceBuffer d(n * 4);
+  CK(cuMemsetD32(d, 0x7fc00000u, n));
+  return d;
+}
+
+/// Poisoned bytes allocated past an output: a store past its end changes them.
+constexpr size_t kSlackBytes = 256;
+
+/// Whether the `slack` poisoned bytes after the first `bytes` of `p` are untouched.
+inline bool tailIntact(CUdeviceptr p, size_t bytes, size_t slack = kSlackBytes) {
+  std::vector<unsigned char> tail = download<unsigned char>(p + bytes, slack);
+  return std::all_of(tail.begin(), tail.end(), [](unsigned char b) { return b == 0xFF; });
 }
 
 /// Median milliseconds of `reps` timed runs of `fn` after `warmup` untimed ones.
@@ -91,8 +153,8 @@ inline float fromHalf(uint16_t h) {
     f = std::ldexp(static_cast<float>(man), -24);
     return sign ? -f : f;
   }
-  uint32_t x = exp == 31 ? (sign | 0x7f800000u | (man << 13))
-                         : (sign | ((exp + 112u) << 23) | (man << 13));
+  uint32_t x =
+      exp == 31 ? (sign | 0x7f800000u | (man << 13)) : (sign | ((exp + 112u) << 23) | (man << 13));
   std::memcpy(&f, &x, 4);
   return f;
 }
@@ -111,6 +173,36 @@ inline float fromBf16(uint16_t h) {
   float f;
   std::memcpy(&f, &x, 4);
   return f;
+}
+
+/// `n` draws from N(0, sd^2), stored through `convert`.
+template <class T, class Convert>
+std::vector<T> randomNormal(size_t n, std::mt19937 &rng, float sd, Convert convert) {
+  std::normal_distribution<float> dist(0.f, sd);
+  std::vector<T> v(n);
+  for (T &x : v)
+    x = convert(dist(rng));
+  return v;
+}
+inline std::vector<float> randomFloats(size_t n, std::mt19937 &rng, float sd = 1.f) {
+  return randomNormal<float>(n, rng, sd, [](float x) { return x; });
+}
+inline std::vector<uint16_t> randomHalves(size_t n, std::mt19937 &rng, float sd = 1.f) {
+  return randomNormal<uint16_t>(n, rng, sd, toHalf);
+}
+inline std::vector<uint16_t> randomBf16s(size_t n, std::mt19937 &rng, float sd = 1.f) {
+  return randomNormal<uint16_t>(n, rng, sd, toBf16);
+}
+
+inline std::vector<float> halvesToFloats(const std::vector<uint16_t> &v) {
+  std::vector<float> f(v.size());
+  std::transform(v.begin(), v.end(), f.begin(), fromHalf);
+  return f;
+}
+
+/// How many of the 16-bit values `v` (read by `toFloat`: fromHalf, fromBf16) are NaN.
+inline long long countNaN(const std::vector<uint16_t> &v, float (*toFloat)(uint16_t)) {
+  return std::count_if(v.begin(), v.end(), [&](uint16_t x) { return std::isnan(toFloat(x)); });
 }
 
 /// ||out - ref|| / ||ref||, and whether any output is NaN (poison left or a bad value).
@@ -136,14 +228,57 @@ inline ErrorStats relError(const std::vector<float> &out, const std::vector<doub
 
 /// Bytes/ms of a device-to-device copy of `bytes` bytes (read + written), for the ceiling.
 inline double copyGBs(size_t bytes) {
-  CUdeviceptr src, dst;
-  CK(cuMemAlloc(&src, bytes));
-  CK(cuMemAlloc(&dst, bytes));
+  DeviceBuffer src(bytes), dst(bytes);
   CK(cuMemsetD8(src, 1, bytes));
   double ms = medianMs([&] { CK(cuMemcpyDtoDAsync(dst, src, bytes, nullptr)); });
-  CK(cuMemFree(src));
-  CK(cuMemFree(dst));
   return 2.0 * bytes / ms / 1e6;
+}
+
+/// Checks and times a kernel from rows of `cols` float16 values to as many, for each row count
+/// M in `rowCounts`: `launch(x, y, M)` on a fresh N(0, sd^2) input and a poisoned output with
+/// slack behind it, the error against `reference(x, M)` (row-major float64, relative error under
+/// 2e-3), and the bandwidth next to a device-to-device copy of as many bytes. Prints a table and,
+/// at M = 65536, a RESULT line; returns the failures.
+template <class Launch, class Reference>
+int halfRowsTable(const char *kernel, const char *arch, const char *colsName, int64_t cols,
+                  float sd, std::mt19937 &rng, std::initializer_list<int64_t> rowCounts,
+                  Launch launch, Reference reference) {
+  std::printf("-- %s --arch %s\n", kernel, arch);
+  std::printf("%-8s %-10s %-6s %10s %10s %10s\n", "M", "rel.err", "nan", "ms", "GB/s", "copy GB/s");
+  int failures = 0;
+  for (int64_t M : rowCounts) {
+    size_t n = static_cast<size_t>(M * cols), bytes = n * 2;
+    std::vector<uint16_t> x = randomHalves(n, rng, sd);
+    DeviceBuffer dx = upload(x), dy = poisoned(bytes + kSlackBytes);
+    CK(launch(dx, dy, M));
+    CK(cuCtxSynchronize());
+    std::vector<float> out = halvesToFloats(download<uint16_t>(dy, n));
+    bool tailOk = tailIntact(dy, bytes);
+    ErrorStats e = relError(out, reference(x, M));
+    bool ok = e.nan == 0 && e.rel < 2e-3 && tailOk;
+    failures += !ok;
+    double ms = medianMs([&] { CK(launch(dx, dy, M)); });
+    double gbs = 2.0 * bytes / ms / 1e6;
+    double copy = copyGBs(bytes);
+    std::printf("%-8lld %-10.2e %-6lld %10.4f %10.1f %10.1f %s%s\n", static_cast<long long>(M),
+                e.rel, e.nan, ms, gbs, copy, ok ? "ok" : "FAIL", tailOk ? "" : " (wrote past end)");
+    if (M == (int64_t{1} << 16))
+      std::printf("RESULT %s %s M=65536 %s=%lld fp16: %.1f GB/s = %.1f%% of d2d copy %.1f GB/s\n",
+                  kernel, arch, colsName, static_cast<long long>(cols), gbs, 100 * gbs / copy,
+                  copy);
+  }
+  return failures;
+}
+
+/// Appends the time and the arithmetic rate of `flop` operations in `ms` to a result line.
+inline void printTflops(double ms, double flop) {
+  std::printf("  %.3f ms  %.1f TFLOP/s", ms, flop / ms / 1e9);
+}
+
+/// Prints a test program's verdict line and returns its exit status.
+inline int verdict(const char *test, int failures) {
+  std::printf("%s: %s\n", test, failures ? "FAILED" : "all checks passed");
+  return failures ? 1 : 0;
 }
 
 } // namespace gputest

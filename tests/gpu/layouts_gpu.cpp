@@ -5,37 +5,20 @@
 #include "layouts.h"
 #include "wide_reduce.h"
 
-#include <random>
-
 using namespace gputest;
 
 int main() {
   init();
-  std::random_device rd;
-  std::mt19937 rng(rd());
-  std::normal_distribution<float> dist(0.f, 2.f);
+  std::mt19937 rng = freshRng();
   int failures = 0;
   for (int64_t M : {int64_t{1}, int64_t{2}, int64_t{1000}, int64_t{4097}}) {
-    std::vector<float> x(M * 100);
-    std::vector<uint16_t> v(M * 36);
-    for (auto &e : x)
-      e = dist(rng);
-    for (auto &e : v)
-      e = toHalf(dist(rng));
-    CUdeviceptr dx, dv, dy, dz;
-    CK(cuMemAlloc(&dx, x.size() * 4));
-    CK(cuMemAlloc(&dv, v.size() * 2));
-    CK(cuMemAlloc(&dy, M * 4 + 64));
-    CK(cuMemAlloc(&dz, x.size() * 4 + 64));
-    CK(cuMemcpyHtoD(dx, x.data(), x.size() * 4));
-    CK(cuMemcpyHtoD(dv, v.data(), v.size() * 2));
-    CK(cuMemsetD8(dy, 0xFF, M * 4 + 64));
-    CK(cuMemsetD8(dz, 0xFF, x.size() * 4 + 64));
+    std::vector<float> x = randomFloats(M * 100, rng, 2.f);
+    std::vector<uint16_t> v = randomHalves(M * 36, rng, 2.f);
+    DeviceBuffer dx = upload(x), dv = upload(v), dy = poisoned(M * 4 + 64),
+                 dz = poisoned(x.size() * 4 + 64);
     CK(tile::layouts::layouts(nullptr, dx, dv, dy, dz, M));
     CK(cuCtxSynchronize());
-    std::vector<float> y(M + 16), z(x.size() + 16);
-    CK(cuMemcpyDtoH(y.data(), dy, M * 4 + 64));
-    CK(cuMemcpyDtoH(z.data(), dz, x.size() * 4 + 64));
+    std::vector<float> y = download<float>(dy, M + 16), z = download<float>(dz, x.size() + 16);
     std::vector<double> refY(M), refZ(x.size());
     for (int64_t r = 0; r < M; ++r) {
       double s = 0, t = -1e300;
@@ -55,29 +38,15 @@ int main() {
     std::printf("M=%-6lld Y rel.err %.2e nan %lld, Z rel.err %.2e nan %lld%s: %s\n",
                 static_cast<long long>(M), ey.rel, ey.nan, ez.rel, ez.nan,
                 tailOk ? "" : " (wrote past end)", ok ? "ok" : "FAIL");
-    CK(cuMemFree(dx));
-    CK(cuMemFree(dv));
-    CK(cuMemFree(dy));
-    CK(cuMemFree(dz));
   }
   // Cross-warp row reductions (row groups of 128 threads).
   for (int64_t M : {int64_t{1}, int64_t{7}, int64_t{3001}}) {
     const int64_t C = 2048;
-    std::vector<float> x(M * C);
-    for (auto &e : x)
-      e = dist(rng);
-    CUdeviceptr dx, ds, dz;
-    CK(cuMemAlloc(&dx, x.size() * 4));
-    CK(cuMemAlloc(&ds, M * 4 + 64));
-    CK(cuMemAlloc(&dz, x.size() * 4 + 64));
-    CK(cuMemcpyHtoD(dx, x.data(), x.size() * 4));
-    CK(cuMemsetD8(ds, 0xFF, M * 4 + 64));
-    CK(cuMemsetD8(dz, 0xFF, x.size() * 4 + 64));
+    std::vector<float> x = randomFloats(M * C, rng, 2.f);
+    DeviceBuffer dx = upload(x), ds = poisoned(M * 4 + 64), dz = poisoned(x.size() * 4 + 64);
     CK(tile::wide_reduce::wide_reduce(nullptr, dx, ds, dz, M));
     CK(cuCtxSynchronize());
-    std::vector<float> sv(M), z(x.size());
-    CK(cuMemcpyDtoH(sv.data(), ds, M * 4));
-    CK(cuMemcpyDtoH(z.data(), dz, x.size() * 4));
+    std::vector<float> sv = download<float>(ds, M), z = download<float>(dz, x.size());
     std::vector<double> refS(M), refZ(x.size());
     for (int64_t r = 0; r < M; ++r) {
       double sum = 0, mx = 0;
@@ -94,10 +63,6 @@ int main() {
     failures += !ok;
     std::printf("wide_reduce M=%-5lld S rel.err %.2e, Z rel.err %.2e: %s\n",
                 static_cast<long long>(M), es.rel, ez.rel, ok ? "ok" : "FAIL");
-    CK(cuMemFree(dx));
-    CK(cuMemFree(ds));
-    CK(cuMemFree(dz));
   }
-  std::printf("layouts: %s\n", failures ? "FAILED" : "all checks passed");
-  return failures ? 1 : 0;
+  return verdict("layouts", failures);
 }

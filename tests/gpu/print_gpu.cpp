@@ -7,7 +7,6 @@
 
 #include <fcntl.h>
 #include <map>
-#include <random>
 #include <string>
 #include <tuple>
 #include <unistd.h>
@@ -16,14 +15,12 @@ using namespace gputest;
 
 int main() {
   init();
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng = freshRng();
   std::uniform_int_distribution<int> dist(-1000, 1000);
   std::vector<float> x(8);
   for (float &v : x)
     v = dist(rng) / 8.0f; // exact in %.7g
-  CUdeviceptr dx;
-  CK(cuMemAlloc(&dx, 32));
-  CK(cuMemcpyHtoD(dx, x.data(), 32));
+  DeviceBuffer dx = upload(x);
 
   // Send fd 1 to a file while the kernel runs; the driver writes printf output at the sync.
   std::fflush(stdout);
@@ -76,7 +73,5 @@ int main() {
   bool ok = bad == 0 && lines == 2 * (8 + 8 + 32);
   std::printf("print: %d lines captured (expected %d), %d problems: %s\n", lines, 2 * (8 + 8 + 32),
               bad, ok ? "ok" : "FAIL");
-  std::printf("print: %s\n", ok ? "all checks passed" : "FAILED");
-  CK(cuMemFree(dx));
-  return ok ? 0 : 1;
+  return verdict("print", !ok);
 }

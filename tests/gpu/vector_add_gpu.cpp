@@ -7,14 +7,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <random>
 
-using gputest::medianMs;
+using namespace gputest;
 
 int main() {
-  gputest::init();
-  std::random_device rd;
-  std::mt19937 rng(rd());
+  init();
+  std::mt19937 rng = freshRng();
   std::uniform_real_distribution<float> dist(-1000.f, 1000.f);
   int failures = 0;
 
@@ -22,24 +20,18 @@ int main() {
   std::printf("%-12s %-8s %12s %12s %12s\n", "N", "exact", "ms", "GB/s", "copy GB/s");
   for (int64_t n : sizes) {
     size_t bytes = static_cast<size_t>(n) * sizeof(float);
-    std::vector<float> a(n), b(n), c(n);
+    std::vector<float> a(n), b(n);
     for (int64_t i = 0; i < n; ++i) {
       a[i] = dist(rng);
       b[i] = dist(rng);
     }
-    CUdeviceptr da, db, dc;
     // One extra vector of slack past C so that a stray store past N would be caught below.
-    CK(cuMemAlloc(&da, bytes));
-    CK(cuMemAlloc(&db, bytes));
-    CK(cuMemAlloc(&dc, bytes + 64));
-    CK(cuMemcpyHtoD(da, a.data(), bytes));
-    CK(cuMemcpyHtoD(db, b.data(), bytes));
-    CK(cuMemsetD8(dc, 0xFF, bytes + 64)); // NaN poison
+    const size_t slack = 64;
+    DeviceBuffer da = upload(a), db = upload(b), dc = poisoned(bytes + slack);
     CK(tile::vector_add::vector_add(nullptr, da, db, dc, n));
     CK(cuCtxSynchronize());
-    CK(cuMemcpyDtoH(c.data(), dc, bytes));
-    unsigned char tail[64];
-    CK(cuMemcpyDtoH(tail, dc + bytes, sizeof tail));
+    std::vector<float> c = download<float>(dc, n);
+    bool tailOk = tailIntact(dc, bytes, slack);
     int64_t bad = 0;
     for (int64_t i = 0; i < n; ++i) {
       float want = a[i] + b[i];
@@ -50,9 +42,6 @@ int main() {
         ++bad;
       }
     }
-    bool tailOk = true;
-    for (unsigned char x : tail)
-      tailOk = tailOk && x == 0xFF;
     if (!tailOk) {
       std::printf("  store past the end of C at N=%lld\n", static_cast<long long>(n));
       ++bad;
@@ -61,27 +50,16 @@ int main() {
     double ms = medianMs([&] { CK(tile::vector_add::vector_add(nullptr, da, db, dc, n)); });
     double gbs = 3.0 * bytes / ms / 1e6;
     // The copy ceiling: a device-to-device copy of the same bytes (read 2N, write 2N floats).
-    CUdeviceptr src, dst;
-    CK(cuMemAlloc(&src, 2 * bytes));
-    CK(cuMemAlloc(&dst, 2 * bytes));
-    CK(cuMemsetD8(src, 1, 2 * bytes));
-    double copyMs = medianMs([&] { CK(cuMemcpyDtoDAsync(dst, src, 2 * bytes, nullptr)); });
-    double copyGbs = 4.0 * bytes / copyMs / 1e6;
+    double copyGbs = copyGBs(2 * bytes);
     std::printf("%-12lld %-8s %12.4f %12.1f %12.1f\n", static_cast<long long>(n),
                 bad ? "NO" : "yes", ms, gbs, copyGbs);
     if (n == (int64_t{1} << 26))
       std::printf("RESULT vector_add N=2^26: %.1f GB/s = %.1f%% of d2d copy %.1f GB/s\n", gbs,
                   100.0 * gbs / copyGbs, copyGbs);
-    CK(cuMemFree(src));
-    CK(cuMemFree(dst));
-    CK(cuMemFree(da));
-    CK(cuMemFree(db));
-    CK(cuMemFree(dc));
   }
 
   // Launch-time checks return an error and launch nothing.
-  CUdeviceptr d;
-  CK(cuMemAlloc(&d, 4096));
+  DeviceBuffer d(4096);
   struct Case {
     const char *what;
     CUresult got;
@@ -99,7 +77,5 @@ int main() {
     failures += !ok;
   }
   CK(cuCtxSynchronize());
-  CK(cuMemFree(d));
-  std::printf("vector_add: %s\n", failures ? "FAILED" : "all checks passed");
-  return failures ? 1 : 0;
+  return verdict("vector_add", failures);
 }
