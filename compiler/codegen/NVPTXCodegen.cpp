@@ -991,8 +991,8 @@ Value *KernelEmitter::cast(Value *v, thir::Type from, thir::Type to) {
 
 } // namespace
 
-Result<std::unique_ptr<llvm::Module>> buildModule(const thir::Module &m, const TargetOptions &opts,
-                                                  llvm::LLVMContext &ctx) {
+Result<std::unique_ptr<llvm::Module>> emitModule(const thir::Module &m, const TargetOptions &opts,
+                                                 llvm::LLVMContext &ctx) {
   using R = Result<std::unique_ptr<llvm::Module>>;
   auto tm = createTargetMachine(opts);
   if (!tm)
@@ -1010,7 +1010,13 @@ Result<std::unique_ptr<llvm::Module>> buildModule(const thir::Module &m, const T
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(*mod, &os))
     throw std::logic_error("codegen produced invalid LLVM IR:\n" + problems);
+  return R(std::move(mod));
+}
 
+Result<bool> optimizeModule(llvm::Module &mod, const TargetOptions &opts) {
+  auto tm = createTargetMachine(opts);
+  if (!tm)
+    return Result<bool>::failure(tm.error());
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -1022,8 +1028,18 @@ Result<std::unique_ptr<llvm::Module>> buildModule(const thir::Module &m, const T
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
-  mpm.run(*mod, mam);
-  return R(std::move(mod));
+  mpm.run(mod, mam);
+  return true;
+}
+
+Result<std::unique_ptr<llvm::Module>> buildModule(const thir::Module &m, const TargetOptions &opts,
+                                                  llvm::LLVMContext &ctx) {
+  auto mod = emitModule(m, opts, ctx);
+  if (!mod)
+    return mod;
+  if (auto ok = optimizeModule(**mod, opts); !ok)
+    return Result<std::unique_ptr<llvm::Module>>::failure(ok.error());
+  return mod;
 }
 
 std::string emitLLVMText(const llvm::Module &m) {

@@ -70,6 +70,12 @@ struct TargetOptions {
 Result<std::unique_ptr<llvm::Module>> buildModule(const thir::Module &m, const TargetOptions &opts,
                                                   llvm::LLVMContext &ctx);
 
+/// The two halves of buildModule, for a pipeline that shows the IR in between: the verified,
+/// unoptimized module, and LLVM's O3 pipeline run on it.
+Result<std::unique_ptr<llvm::Module>> emitModule(const thir::Module &m, const TargetOptions &opts,
+                                                 llvm::LLVMContext &ctx);
+Result<bool> optimizeModule(llvm::Module &m, const TargetOptions &opts);
+
 /// Textual LLVM IR (.ll).
 std::string emitLLVMText(const llvm::Module &m);
 

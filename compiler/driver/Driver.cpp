@@ -1,18 +1,11 @@
 #include "driver/Driver.h"
 
-#include "codegen/NVPTXCodegen.h"
 #include "driver/HeaderGen.h"
 #include "driver/LayoutReport.h"
-#include "driver/Ptxas.h"
-#include "lower/Lower.h"
-#include "sema/Sema.h"
-#include "syntax/ASTPrinter.h"
-#include "syntax/Parser.h"
+#include "driver/Pipeline.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <llvm/IR/LLVMContext.h>
-#include <llvm/IR/Module.h>
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
@@ -45,52 +38,7 @@ struct Session {
   }
 };
 
-std::optional<uint32_t> readInput(Session &s, const std::string &path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
-    s.diags.error({}, fs::exists(path, ec) ? fmt::format("'{}' is not a regular file", path)
-                                           : fmt::format("cannot open '{}': no such file", path));
-    return std::nullopt;
-  }
-  auto size = fs::file_size(path, ec);
-  if (ec || size > kMaxSourceFileSize) {
-    s.diags.error({},
-                  fmt::format("'{}' is too large (limit {} MiB)", path, kMaxSourceFileSize >> 20));
-    return std::nullopt;
-  }
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in && !in.eof()) {
-    s.diags.error({}, fmt::format("cannot read '{}'", path));
-    return std::nullopt;
-  }
-  return s.sm.addBuffer(path, text.str());
-}
-
 std::string stemOf(const std::string &path) { return fs::path(path).stem().string(); }
-
-/// Runs parse and sema; prints dumps asked for on the way.
-std::optional<tile::Program> frontEnd(Session &s, const DriverOptions &opts, std::ostream &out) {
-  auto file = readInput(s, opts.input);
-  if (!file)
-    return std::nullopt;
-  auto module = parseModule(s.sm, *file, s.diags);
-  if (!module)
-    return std::nullopt;
-  if (opts.dumpAfter == "ast")
-    out << printAST(*module);
-  sema::Options so;
-  so.defines = opts.defines;
-  so.moduleSearchPath = opts.includeDirs;
-  if (!opts.stdlibDir.empty())
-    so.moduleSearchPath.push_back(opts.stdlibDir);
-  so.stem = stemOf(opts.input);
-  auto program = sema::analyze(*module, s.sm, s.diags, so);
-  if (program && opts.dumpAfter == "tile-ir")
-    out << tile::print(*program);
-  return program;
-}
 
 /// Writes every output next to its final name first and renames them only when all were
 /// written, so that a failure leaves no partial outputs behind.
@@ -149,7 +97,8 @@ bool writeOutputs(Session &s, const fs::path &dir,
 
 int runCheck(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
   Session s(err);
-  frontEnd(s, opts, out);
+  Compilation c(opts, s.sm, s.diags, target::defaultTarget());
+  runPipeline(c, kCheckPasses, out);
   return s.flush();
 }
 
@@ -174,74 +123,31 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     s.diags.error({}, fmt::format("--namespace '{}' is not a valid C++ namespace name", ns));
     return s.flush();
   }
-  auto program = frontEnd(s, opts, out);
-  if (!program)
+  Compilation c(opts, s.sm, s.diags, *target);
+  if (!runPipeline(c, compilePipeline().size(), out))
     return s.flush();
-  lower::Options lo;
-  lo.target = *target;
-  auto lowered = lower::lowerProgram(*program, s.diags, lo);
-  if (!lowered)
-    return s.flush();
-  if (opts.dumpAfter == "thread-ir")
-    out << thir::print(lowered->module);
 
-  codegen::TargetOptions to;
-  to.target = *target;
-  to.preciseDiv = opts.preciseDiv;
-  llvm::LLVMContext ctx;
-  auto mod = codegen::buildModule(lowered->module, to, ctx);
-  if (!mod) {
-    s.diags.error({}, mod.error());
-    return s.flush();
-  }
   std::vector<std::pair<std::string, std::string>> files;
   if (opts.emit.count("llvm"))
-    files.emplace_back(stem + ".ll", codegen::emitLLVMText(**mod));
-  bool wantBinary = opts.emit.count("cubin") || opts.emit.count("header") || opts.emit.count("ptx");
-  std::string ptx, cubin;
-  if (wantBinary) {
-    auto p = codegen::emitPTX(**mod, to);
-    if (!p) {
-      s.diags.error({}, p.error());
-      return s.flush();
-    }
-    ptx = std::move(*p);
-  }
+    files.emplace_back(stem + ".ll", codegen::emitLLVMText(*c.llvmModule));
   if (opts.emit.count("ptx"))
-    files.emplace_back(stem + ".ptx", ptx);
-  BinaryKind kind = BinaryKind::Ptx;
-  bool needCubin = opts.emit.count("cubin") || (opts.emit.count("header") && opts.embed == "cubin");
-  if (needCubin) {
-    if (auto ptxas = findPtxas()) {
-      PtxasResult r = runPtxas(*ptxas, ptx, target->arch);
-      if (!r.ok) {
-        s.diags.error({}, fmt::format("ptxas failed (this is a compiler bug):\n{}", r.log));
-        return s.flush();
-      }
-      cubin = std::move(r.cubin);
-      kind = BinaryKind::Cubin;
-      if (opts.emit.count("cubin"))
-        files.emplace_back(stem + ".cubin", cubin);
-    } else {
-      s.diags.warning({}, "ptxas not found (set TILEC_PTXAS or put it on PATH): no .cubin is "
-                          "written and the header embeds PTX, which the driver compiles at load");
-    }
-  }
+    files.emplace_back(stem + ".ptx", c.ptx);
+  if (opts.emit.count("cubin") && c.cubin)
+    files.emplace_back(stem + ".cubin", *c.cubin);
   if (opts.emit.count("header")) {
     HeaderOptions ho;
     ho.ns = ns;
     ho.sourceName = fs::path(opts.input).filename().string();
-    if (opts.embed == "ptx")
-      kind = BinaryKind::Ptx;
-    files.emplace_back(
-        stem + ".h",
-        generateHeader(lowered->module, kind == BinaryKind::Cubin ? cubin : ptx, kind, ho));
+    bool embedCubin = opts.embed == "cubin" && c.cubin;
+    files.emplace_back(stem + ".h",
+                       generateHeader(c.lowered->module, embedCubin ? *c.cubin : c.ptx,
+                                      embedCubin ? BinaryKind::Cubin : BinaryKind::Ptx, ho));
   }
   if (opts.emit.count("layout"))
-    files.emplace_back(
-        stem + ".layout.json",
-        layoutReport(*program, *lowered,
-                     {fs::path(opts.input).filename().string(), opts.arch, opts.layoutDetailFull}));
+    files.emplace_back(stem + ".layout.json",
+                       layoutReport(*c.program, *c.lowered,
+                                    {fs::path(opts.input).filename().string(), target->arch,
+                                     opts.layoutDetailFull}));
   writeOutputs(s, opts.outDir, files);
   return s.flush();
 }

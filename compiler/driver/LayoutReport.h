@@ -12,7 +12,7 @@ namespace tilec::driver {
 struct LayoutReportOptions {
   std::string fileName; // no directory: outputs must not depend on where tilec ran
   std::string arch;
-  bool full = false;    // --layout-detail=full: the owner of every fragment element
+  bool full = false; // --layout-detail=full: the owner of every fragment element
 };
 
 /// The report as JSON text (ends with a newline).

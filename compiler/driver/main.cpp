@@ -1,5 +1,6 @@
 // tilec: the command line. Parses options into DriverOptions; the work is in Driver.cpp.
 #include "driver/Driver.h"
+#include "driver/Pipeline.h"
 
 #include <CLI/CLI.hpp>
 
@@ -44,25 +45,35 @@ int main(int argc, char **argv) {
   app.require_subcommand(1);
 
   auto addCommon = [&](CLI::App *cmd) {
-    cmd->add_option("file", opts.input, "the .tile source")->required();
+    cmd->add_option("file", opts.input, "the .tile source");
     // One value per flag, so that `-D X=1 FILE` does not take FILE as a second define.
     cmd->add_option("-D", defines, "NAME=VALUE: override a const or fix a symbolic dimension")
         ->allow_extra_args(false);
     cmd->add_option("-I", opts.includeDirs, "search DIR for imported modules (before the stdlib)")
         ->allow_extra_args(false);
-    cmd->add_option("--dump-after", opts.dumpAfter, "print a stage's output to stdout")
-        ->check(CLI::IsMember({"ast", "tile-ir", "thread-ir"}));
   };
+  // check runs the first passes only; compile takes any pass (--print-pipeline lists them).
+  std::vector<std::string> checkDumps = {"parse", "sema", "ast", "tile-ir"};
   CLI::App *check = app.add_subcommand("check", "parse and verify only");
   addCommon(check);
+  check->add_option("--dump-after", opts.dumpAfter, "print the IR after a pass to stdout")
+      ->check(CLI::IsMember(checkDumps));
   CLI::App *compile = app.add_subcommand("compile", "compile to a cubin and a C++ header");
   addCommon(compile);
+  compile
+      ->add_option("--dump-after", opts.dumpAfter,
+                   "print the IR after PASS to stdout (a pass of --print-pipeline, or ast, "
+                   "tile-ir, thread-ir)")
+      ->check(CLI::IsMember(tilec::driver::dumpNames()));
+  bool printPipeline = false;
+  compile->add_flag("--print-pipeline", printPipeline, "list the passes of the compiler and exit");
   compile->add_option("-o", opts.outDir, "output directory (default: .)");
   compile->add_option("--arch", opts.arch, "target GPU architecture (default: sm_90a)");
   compile->add_option("--emit", emit, "comma list of cubin,ptx,llvm,header,layout");
   compile->add_option("--namespace", opts.ns, "C++ namespace of the header (default: tile::STEM)");
-  compile->add_option("--embed", opts.embed,
-                      "what the header embeds: cubin (default) or ptx (JIT-compiled at load)")
+  compile
+      ->add_option("--embed", opts.embed,
+                   "what the header embeds: cubin (default) or ptx (JIT-compiled at load)")
       ->check(CLI::IsMember({"cubin", "ptx"}));
   compile->add_flag("--precise-div", opts.preciseDiv,
                     "float32 '/' as IEEE division (default: div.full.f32, at most 2 ulp)");
@@ -76,6 +87,15 @@ int main(int argc, char **argv) {
       return app.exit(e);
     // Usage errors follow the diagnostic format like every other error.
     std::cerr << "tilec: error: " << e.what() << "\nrun 'tilec --help' for usage\n";
+    return 1;
+  }
+  if (printPipeline) {
+    std::cout << tilec::driver::printPipeline();
+    return 0;
+  }
+  // Required unless --print-pipeline: CLI11's own check would not know the exception.
+  if (opts.input.empty()) {
+    std::cerr << "tilec: error: file is required\nrun 'tilec --help' for usage\n";
     return 1;
   }
   for (const std::string &d : defines)

@@ -1,0 +1,225 @@
+#include "driver/Pipeline.h"
+
+#include "driver/Ptxas.h"
+#include "lower/Plan.h"
+#include "sema/Sema.h"
+#include "syntax/ASTPrinter.h"
+#include "syntax/Parser.h"
+#include "threadir/ThreadIR.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+
+namespace tilec::driver {
+
+namespace fs = std::filesystem;
+
+codegen::TargetOptions Compilation::codegenOptions() const {
+  codegen::TargetOptions to;
+  to.target = target;
+  to.preciseDiv = opts.preciseDiv;
+  return to;
+}
+
+bool Compilation::wantsPtx() const {
+  return opts.emit.count("cubin") || opts.emit.count("header") || opts.emit.count("ptx");
+}
+
+bool Compilation::wantsCubin() const {
+  return opts.emit.count("cubin") || (opts.emit.count("header") && opts.embed == "cubin");
+}
+
+namespace {
+
+std::optional<uint32_t> readInput(Compilation &c, const std::string &path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    c.diags.error({}, fs::exists(path, ec) ? fmt::format("'{}' is not a regular file", path)
+                                           : fmt::format("cannot open '{}': no such file", path));
+    return std::nullopt;
+  }
+  auto size = fs::file_size(path, ec);
+  if (ec || size > kMaxSourceFileSize) {
+    c.diags.error({},
+                  fmt::format("'{}' is too large (limit {} MiB)", path, kMaxSourceFileSize >> 20));
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in && !in.eof()) {
+    c.diags.error({}, fmt::format("cannot read '{}'", path));
+    return std::nullopt;
+  }
+  return c.sm.addBuffer(path, text.str());
+}
+
+bool runParse(Compilation &c) {
+  auto file = readInput(c, c.opts.input);
+  if (!file)
+    return false;
+  c.ast = parseModule(c.sm, *file, c.diags);
+  return c.ast.has_value();
+}
+
+bool runSema(Compilation &c) {
+  sema::Options so;
+  so.defines = c.opts.defines;
+  so.moduleSearchPath = c.opts.includeDirs;
+  if (!c.opts.stdlibDir.empty())
+    so.moduleSearchPath.push_back(c.opts.stdlibDir);
+  so.stem = fs::path(c.opts.input).stem().string();
+  c.program = sema::analyze(*c.ast, c.sm, c.diags, so);
+  return c.program.has_value();
+}
+
+bool runInferLayouts(Compilation &c) {
+  return lower::inferLayouts(*c.program, c.target, c.diags, c.plan);
+}
+
+bool runPlanPipelines(Compilation &c) {
+  lower::planPipelines(*c.program, c.plan);
+  return true;
+}
+
+bool runPlanShared(Compilation &c) {
+  lower::planShared(*c.program, c.target, c.plan);
+  return true;
+}
+
+bool runLowerToThreadIR(Compilation &c) {
+  lower::Options lo;
+  lo.target = c.target;
+  c.lowered = lower::lowerToThreadIR(*c.program, c.plan, c.diags, lo);
+  return c.lowered.has_value();
+}
+
+bool runBuildLLVM(Compilation &c) {
+  auto mod = codegen::emitModule(c.lowered->module, c.codegenOptions(), c.llvmContext);
+  if (!mod) {
+    c.diags.error({}, mod.error());
+    return false;
+  }
+  c.llvmModule = std::move(*mod);
+  return true;
+}
+
+bool runOptimizeLLVM(Compilation &c) {
+  if (auto ok = codegen::optimizeModule(*c.llvmModule, c.codegenOptions()); !ok) {
+    c.diags.error({}, ok.error());
+    return false;
+  }
+  return true;
+}
+
+bool runEmitPTX(Compilation &c) {
+  if (!c.wantsPtx() && c.opts.dumpAfter != "emit-ptx")
+    return true;
+  auto p = codegen::emitPTX(*c.llvmModule, c.codegenOptions());
+  if (!p) {
+    c.diags.error({}, p.error());
+    return false;
+  }
+  c.ptx = std::move(*p);
+  return true;
+}
+
+bool runAssemble(Compilation &c) {
+  if (!c.wantsCubin())
+    return true;
+  auto ptxas = findPtxas();
+  if (!ptxas) {
+    c.diags.warning({}, "ptxas not found (set TILEC_PTXAS or put it on PATH): no .cubin is "
+                        "written and the header embeds PTX, which the driver compiles at load");
+    return true;
+  }
+  PtxasResult r = runPtxas(*ptxas, c.ptx, c.target.arch);
+  if (!r.ok) {
+    c.diags.error({}, fmt::format("ptxas failed (this is a compiler bug):\n{}", r.log));
+    return false;
+  }
+  c.cubin = std::move(r.cubin);
+  return true;
+}
+
+std::string dumpAST(const Compilation &c) { return printAST(*c.ast); }
+std::string dumpTileIR(const Compilation &c) { return tile::print(*c.program); }
+std::string dumpPlan(const Compilation &c) {
+  return tile::print(*c.program) + lower::printPlan(*c.program, c.plan);
+}
+std::string dumpThreadIR(const Compilation &c) { return thir::print(c.lowered->module); }
+std::string dumpLLVM(const Compilation &c) { return codegen::emitLLVMText(*c.llvmModule); }
+std::string dumpPTX(const Compilation &c) { return c.ptx; }
+std::string dumpCubin(const Compilation &c) {
+  return c.cubin ? fmt::format("; cubin for {}: {} bytes\n", c.target.arch, c.cubin->size())
+                 : std::string("; no cubin (not asked for, or ptxas not found)\n");
+}
+
+} // namespace
+
+const std::vector<Pass> &compilePipeline() {
+  static const std::vector<Pass> passes = {
+      {"parse", "text -> AST", runParse, dumpAST},
+      {"sema", "AST -> tile IR: names, constants, types, shapes, macros, imports", runSema,
+       dumpTileIR},
+      {"infer-layouts", "fragment layouts by constraint propagation", runInferLayouts, dumpPlan},
+      {"plan-pipelines", "Pipelined loops: which global->shared copies are issued ahead",
+       runPlanPipelines, dumpPlan},
+      {"plan-shared", "shared-memory placement, swizzles and buffer versions", runPlanShared,
+       dumpPlan},
+      {"lower-to-thread-ir", "tile IR -> thread IR as the plan decided", runLowerToThreadIR,
+       dumpThreadIR},
+      {"build-llvm", "thread IR -> LLVM IR (NVPTX)", runBuildLLVM, dumpLLVM},
+      {"optimize-llvm", "LLVM's O3 pipeline", runOptimizeLLVM, dumpLLVM},
+      {"emit-ptx", "LLVM IR -> PTX (NVPTX code generation)", runEmitPTX, dumpPTX},
+      {"assemble", "PTX -> cubin (ptxas)", runAssemble, dumpCubin},
+  };
+  return passes;
+}
+
+std::string_view passForDumpName(std::string_view name) {
+  if (name == "ast")
+    return "parse";
+  if (name == "tile-ir")
+    return "sema";
+  if (name == "thread-ir")
+    return "lower-to-thread-ir";
+  for (const Pass &p : compilePipeline())
+    if (p.name == name)
+      return p.name;
+  return {};
+}
+
+std::vector<std::string> dumpNames() {
+  std::vector<std::string> names;
+  for (const Pass &p : compilePipeline())
+    names.emplace_back(p.name);
+  for (const char *alias : {"ast", "tile-ir", "thread-ir"})
+    names.emplace_back(alias);
+  return names;
+}
+
+std::string printPipeline() {
+  std::string text;
+  for (const Pass &p : compilePipeline())
+    text += fmt::format("{:<20} {}\n", p.name, p.summary);
+  return text;
+}
+
+bool runPipeline(Compilation &c, size_t count, std::ostream &out) {
+  std::string_view dump = passForDumpName(c.opts.dumpAfter);
+  const auto &passes = compilePipeline();
+  for (size_t i = 0; i < count && i < passes.size(); ++i) {
+    if (!passes[i].run(c))
+      return false;
+    if (passes[i].name == dump)
+      out << passes[i].dump(c);
+  }
+  return true;
+}
+
+} // namespace tilec::driver

@@ -1,0 +1,75 @@
+// The compiler as a listed pipeline of passes, each with one job and a name: what
+// `tilec compile --print-pipeline` lists and `--dump-after=PASS` names. A pass reads what
+// earlier passes recorded in the Compilation and records its own result there.
+#pragma once
+
+#include "codegen/NVPTXCodegen.h"
+#include "driver/Driver.h"
+#include "lower/Lower.h"
+#include "support/Diagnostics.h"
+#include "syntax/AST.h"
+#include "target/TargetInfo.h"
+#include "tileir/TileIR.h"
+
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Module.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tilec::driver {
+
+/// Everything one compilation produces on its way, filled in pass by pass.
+struct Compilation {
+  Compilation(const DriverOptions &o, SourceManager &s, DiagnosticEngine &d, target::TargetInfo t)
+      : opts(o), sm(s), diags(d), target(std::move(t)) {}
+  const DriverOptions &opts;
+  SourceManager &sm;
+  DiagnosticEngine &diags;
+  target::TargetInfo target;
+
+  std::optional<ast::Module> ast;           // parse
+  std::optional<tile::Program> program;     // sema
+  lower::ProgramPlan plan;                  // infer-layouts, plan-pipelines, plan-shared
+  std::optional<lower::Lowered> lowered;    // lower-to-thread-ir
+  llvm::LLVMContext llvmContext;            //
+  std::unique_ptr<llvm::Module> llvmModule; // build-llvm, optimize-llvm
+  std::string ptx;                          // emit-ptx
+  std::optional<std::string> cubin;         // assemble (nullopt: not run or no ptxas)
+
+  codegen::TargetOptions codegenOptions() const;
+  /// Whether the outputs asked for need PTX, and a cubin.
+  bool wantsPtx() const;
+  bool wantsCubin() const;
+};
+
+struct Pass {
+  std::string_view name;
+  std::string_view summary; // one line for --print-pipeline
+  /// Runs the pass; false after reporting an error.
+  bool (*run)(Compilation &);
+  /// The IR after the pass, for --dump-after (only called after run succeeded).
+  std::string (*dump)(const Compilation &);
+};
+
+/// Every pass of `tilec compile`, in order; `tilec check` runs the first two.
+const std::vector<Pass> &compilePipeline();
+inline constexpr size_t kCheckPasses = 2;
+
+/// The pass `--dump-after=NAME` means: a pass name, or one of the older names `ast`, `tile-ir`
+/// and `thread-ir`. Empty when NAME is neither.
+std::string_view passForDumpName(std::string_view name);
+/// Every name --dump-after accepts (pass names, then the older names).
+std::vector<std::string> dumpNames();
+
+/// The --print-pipeline text: one line per pass.
+std::string printPipeline();
+
+/// Runs passes [0, count) of compilePipeline() over `c`, printing the IR after the pass named
+/// by c.opts.dumpAfter to `out`. Returns false as soon as a pass reports an error.
+bool runPipeline(Compilation &c, size_t count, std::ostream &out);
+
+} // namespace tilec::driver

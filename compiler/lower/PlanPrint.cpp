@@ -1,0 +1,64 @@
+// printPlan: what the planning passes recorded, for --dump-after and lit tests. Everything is
+// printed in program order (buffer ids, source positions), never in pointer order.
+#include "lower/Plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tilec::lower {
+
+namespace {
+
+std::string bufferName(const tile::Kernel &k, int id) {
+  for (const tile::BufferPtr &b : k.buffers)
+    if (b->id == id)
+      return b->name;
+  return fmt::format("#{}", id);
+}
+
+std::string at(const tile::Stmt &s) { return fmt::format("{}:{}", s.loc.line, s.loc.col); }
+
+void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) {
+  out += fmt::format("plan {}:\n", k.name);
+  for (const auto &[id, l] : kp.fragments)
+    out += fmt::format("  layout {}: {}\n", bufferName(k, id), l.describe());
+  // Pipelines by the position of their first copy: the loops themselves carry no location.
+  std::vector<const PipelinePlan *> loops;
+  for (const auto &[loop, p] : kp.pipelines)
+    loops.push_back(&p);
+  auto first = [](const PipelinePlan *p) {
+    const SourceLoc &l = p->copies.front()->loc;
+    return std::make_pair(l.line, l.col);
+  };
+  std::sort(loops.begin(), loops.end(),
+            [&](const PipelinePlan *a, const PipelinePlan *b) { return first(a) < first(b); });
+  for (const PipelinePlan *p : loops) {
+    out += fmt::format("  pipeline: {} stages, copies issued ahead at", p->stages);
+    for (const tile::Stmt *c : p->copies)
+      out += " " + at(*c);
+    if (!p->lets.empty()) {
+      out += ", re-running the lets at";
+      for (const tile::Stmt *l : p->lets)
+        out += " " + at(*l);
+    }
+    out += "\n";
+  }
+  for (const auto &[id, sp] : kp.shared)
+    out += fmt::format("  shared {}: offset {}, {} bytes x {} version{}, {}\n", bufferName(k, id),
+                       sp.offset, sp.layout.bytes(), sp.versions, sp.versions == 1 ? "" : "s",
+                       sp.layout.name());
+  if (!kp.shared.empty())
+    out += fmt::format("  scratch from byte {}\n", kp.scratchBase);
+}
+
+} // namespace
+
+std::string printPlan(const tile::Program &p, const ProgramPlan &plan) {
+  std::string out;
+  for (size_t i = 0; i < p.kernels.size() && i < plan.kernels.size(); ++i)
+    printKernel(p.kernels[i], plan.kernels[i], out);
+  return out;
+}
+
+} // namespace tilec::lower
