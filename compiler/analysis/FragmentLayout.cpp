@@ -2,6 +2,7 @@
 
 #include "analysis/LayoutAlgebra.h"
 #include "analysis/SharedLayout.h"
+#include "tileir/OpInterface.h"
 
 #include <fmt/format.h>
 
@@ -264,51 +265,6 @@ struct GroupFacts {
   std::string vectorReason = "no global access bounds it";
 };
 
-void collectLoads(const tile::Expr &e, std::vector<const tile::Load *> &out) {
-  std::visit(
-      [&](const auto &op) {
-        using T = std::decay_t<decltype(op)>;
-        if constexpr (std::is_same_v<T, tile::Load>) {
-          out.push_back(&op);
-          for (const tile::Expr &i : op.indices)
-            collectLoads(i, out);
-        } else if constexpr (std::is_same_v<T, tile::Unary> || std::is_same_v<T, tile::Cast>) {
-          collectLoads(op.a, out);
-        } else if constexpr (std::is_same_v<T, tile::Binary>) {
-          collectLoads(op.a, out);
-          collectLoads(op.b, out);
-        } else if constexpr (std::is_same_v<T, tile::Select>) {
-          collectLoads(op.cond, out);
-          collectLoads(op.a, out);
-          collectLoads(op.b, out);
-        }
-      },
-      e->op);
-}
-
-/// Every buffer a Parallel body touches, with the global dtypes it accesses.
-void collectBody(const tile::Body &b, std::vector<tile::BufferPtr> &bufs) {
-  for (const tile::Stmt &s : b) {
-    std::vector<const tile::Load *> loads;
-    if (auto *l = std::get_if<tile::Let>(&s.op)) {
-      collectLoads(l->value, loads);
-    } else if (auto *st = std::get_if<tile::Store>(&s.op)) {
-      bufs.push_back(st->buffer);
-      collectLoads(st->value, loads);
-      for (const tile::Expr &i : st->indices)
-        collectLoads(i, loads);
-    } else if (auto *f = std::get_if<tile::For>(&s.op)) {
-      collectBody(f->body, bufs);
-    } else if (auto *i = std::get_if<tile::If>(&s.op)) {
-      collectLoads(i->cond, loads);
-      collectBody(i->then, bufs);
-      collectBody(i->otherwise, bufs);
-    }
-    for (const tile::Load *l : loads)
-      bufs.push_back(l->buffer);
-  }
-}
-
 std::vector<int64_t> constShape(const std::vector<tile::Expr> &shape) {
   std::vector<int64_t> s;
   for (const tile::Expr &e : shape)
@@ -476,34 +432,54 @@ private:
     }
   }
 
+  /// The constraints each statement kind contributes; one case per kind, so that a new kind
+  /// states its constraints (or that it has none) or does not compile.
   void walk(const tile::Body &body) {
-    for (const tile::Stmt &s : body) {
-      if (auto *f = std::get_if<tile::For>(&s.op)) {
-        if (f->kind == tile::LoopKind::Parallel)
-          parallel(*f);
-        else
-          walk(f->body);
-      } else if (auto *i = std::get_if<tile::If>(&s.op)) {
-        walk(i->then);
-        walk(i->otherwise);
-      } else if (auto *c = std::get_if<tile::Copy>(&s.op)) {
-        const tile::BufferPtr &src = c->src.buffer, &dst = c->dst.buffer;
-        if (onChip(src) && onChip(dst) && constShape(src->shape) == constShape(dst->shape))
-          merge(src->id, dst->id);
-        if (onChip(src) && dst->scope == tile::Scope::Global)
-          limitVector(src->id, dst->dtype, fmt::format("stores to '{}'", dst->name));
-        if (onChip(dst) && src->scope == tile::Scope::Global)
-          limitVector(dst->id, src->dtype, fmt::format("loads from '{}'", src->name));
-      } else if (auto *g = std::get_if<tile::Gemm>(&s.op)) {
-        gemm(*g, s.loc);
-      } else if (auto *r = std::get_if<tile::Reduce>(&s.op)) {
-        if (onChip(r->dst.buffer)) {
-          replicate(r->dst.buffer->id, fmt::format("reduction at line {}", s.loc.line), s.loc);
-          if (onChip(r->src.buffer))
-            reduces_.push_back({r->src.buffer, r->dst.buffer, r->dim, s.loc});
-        }
-      }
-    }
+    for (const tile::Stmt &s : body)
+      std::visit(
+          tile::Overloaded{
+              [&](const tile::For &f) {
+                if (f.kind == tile::LoopKind::Parallel)
+                  parallel(f);
+                else
+                  walk(f.body);
+              },
+              [&](const tile::If &i) {
+                walk(i.then);
+                walk(i.otherwise);
+              },
+              [&](const tile::Copy &c) {
+                const tile::BufferPtr &src = c.src.buffer, &dst = c.dst.buffer;
+                if (onChip(src) && onChip(dst) && constShape(src->shape) == constShape(dst->shape))
+                  merge(src->id, dst->id);
+                if (onChip(src) && dst->scope == tile::Scope::Global)
+                  limitVector(src->id, dst->dtype, fmt::format("stores to '{}'", dst->name));
+                if (onChip(dst) && src->scope == tile::Scope::Global)
+                  limitVector(dst->id, src->dtype, fmt::format("loads from '{}'", src->name));
+              },
+              [&](const tile::Gemm &g) { gemm(g, s.loc); },
+              [&](const tile::Reduce &r) {
+                if (onChip(r.dst.buffer)) {
+                  replicate(r.dst.buffer->id, fmt::format("reduction at line {}", s.loc.line),
+                            s.loc);
+                  if (onChip(r.src.buffer))
+                    reduces_.push_back({r.src.buffer, r.dst.buffer, r.dim, s.loc});
+                }
+              },
+              // No constraints: these work on whatever layout their fragments get (cumsum and
+              // print go element by element or through shared memory, fill and atomic_add walk
+              // the fragment's own slots, element reads and writes outside Parallel loops name
+              // their element).
+              [](const tile::Let &) {},
+              [](const tile::Store &) {},
+              [](const tile::Fill &) {},
+              [](const tile::Cumsum &) {},
+              [](const tile::AtomicAdd &) {},
+              [](const tile::Print &) {},
+              [](const tile::UseSwizzle &) {},
+              [](const tile::AnnotateLayout &) {},
+          },
+          s.op);
   }
 
   void gemm(const tile::Gemm &g, SourceLoc loc) {
@@ -540,8 +516,7 @@ private:
     std::vector<int64_t> loopShape;
     for (const tile::Expr &e : f.extents)
       loopShape.push_back(*tile::asConstInt(e));
-    std::vector<tile::BufferPtr> bufs;
-    collectBody(f.body, bufs);
+    std::vector<tile::BufferPtr> bufs = tile::buffersIn(f.body);
     int anchor = -1;
     std::vector<DType> globals;
     for (const tile::BufferPtr &b : bufs) {

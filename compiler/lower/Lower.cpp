@@ -1,6 +1,7 @@
 #include "lower/LowerImpl.h"
 
 #include "tileir/Arith.h"
+#include "tileir/OpInterface.h"
 
 #include <fmt/format.h>
 
@@ -12,26 +13,14 @@ namespace tilec::lower {
 namespace detail {
 
 void collectAccesses(const tile::Expr &e, std::vector<Access> &out) {
-  std::visit(
-      [&](const auto &op) {
-        using T = std::decay_t<decltype(op)>;
-        if constexpr (std::is_same_v<T, tile::Load>) {
-          for (const tile::Expr &i : op.indices)
-            collectAccesses(i, out);
-          if (op.buffer->scope == tile::Scope::Global)
-            out.push_back({op.buffer, op.indices});
-        } else if constexpr (std::is_same_v<T, tile::Unary> || std::is_same_v<T, tile::Cast>) {
-          collectAccesses(op.a, out);
-        } else if constexpr (std::is_same_v<T, tile::Binary>) {
-          collectAccesses(op.a, out);
-          collectAccesses(op.b, out);
-        } else if constexpr (std::is_same_v<T, tile::Select>) {
-          collectAccesses(op.cond, out);
-          collectAccesses(op.a, out);
-          collectAccesses(op.b, out);
-        }
+  // Operands first: an access's indices are evaluated (and guarded) before the access.
+  tile::forEachNode(
+      e,
+      [&](const tile::Node &n) {
+        if (auto *l = std::get_if<tile::Load>(&n.op); l && l->buffer->scope == tile::Scope::Global)
+          out.push_back({l->buffer, l->indices});
       },
-      e->op);
+      tile::WalkOrder::OperandsFirst);
 }
 
 std::optional<thir::Kernel> KernelLowering::run() {
@@ -350,81 +339,77 @@ void KernelLowering::lowerBody(const tile::Body &body, thir::Body &out, const La
 }
 
 void KernelLowering::lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneContext &lc) {
-  if (auto *let = std::get_if<tile::Let>(&s.op)) {
-    thir::Expr v = lowerExpr(let->value, lc);
-    if (!v)
-      return;
-    Type t{let->var->dtype, v->type.lanes};
-    auto it = letVars_.find(let->var->id);
-    if (it == letVars_.end() || !declaredHere_.count(let->var->id)) {
-      int id = nextVar_++;
-      letVars_[let->var->id] = {id, t};
-      declaredHere_.insert(let->var->id);
-      if (t.lanes > 1)
-        vectorLets_.insert(let->var->id);
-      out.push_back({thir::DeclVar{id, t, thir::cast(v, t)}});
-    } else {
-      Type have = it->second.second;
-      if (have.lanes != t.lanes)
-        v = widen(v, have.lanes);
-      out.push_back({thir::AssignVar{it->second.first, thir::cast(v, have)}});
-    }
+  std::visit(tile::Overloaded{
+                 [&](const tile::Let &let) { lowerLet(let, out, lc); },
+                 [&](const tile::Store &st) { lowerStore(s, st, out, lc); },
+                 [&](const tile::For &f) { lowerFor(s, f, out, lc); },
+                 [&](const tile::If &i) { lowerIf(s, i, out, lc); },
+                 [&](const tile::Copy &c) { lowerCopy(s, c, out); },
+                 [&](const tile::Fill &f) { lowerFill(s, f, out); },
+                 [&](const tile::Reduce &r) { lowerReduce(s, r, out); },
+                 [&](const tile::Gemm &g) { lowerGemm(s, g, out); },
+                 [&](const tile::UseSwizzle &u) { lowerUseSwizzle(s, u, out); },
+                 [&](const tile::AtomicAdd &a) { lowerAtomicAdd(s, a, out); },
+                 [&](const tile::Cumsum &c) { lowerCumsum(s, c, out); },
+                 [&](const tile::Print &p) { lowerPrint(s, p, out, lc); },
+                 // Every shared tile of 128-byte lines is swizzled already.
+                 [&](const tile::AnnotateLayout &) {},
+             },
+             s.op);
+}
+
+void KernelLowering::lowerLet(const tile::Let &let, thir::Body &out, const LaneContext &lc) {
+  thir::Expr v = lowerExpr(let.value, lc);
+  if (!v)
     return;
+  Type t{let.var->dtype, v->type.lanes};
+  auto it = letVars_.find(let.var->id);
+  if (it == letVars_.end() || !declaredHere_.count(let.var->id)) {
+    int id = nextVar_++;
+    letVars_[let.var->id] = {id, t};
+    declaredHere_.insert(let.var->id);
+    if (t.lanes > 1)
+      vectorLets_.insert(let.var->id);
+    out.push_back({thir::DeclVar{id, t, thir::cast(v, t)}});
+  } else {
+    Type have = it->second.second;
+    if (have.lanes != t.lanes)
+      v = widen(v, have.lanes);
+    out.push_back({thir::AssignVar{it->second.first, thir::cast(v, have)}});
   }
-  if (auto *st = std::get_if<tile::Store>(&s.op)) {
-    lowerStore(s, *st, out, lc);
-    return;
-  }
-  if (auto *f = std::get_if<tile::For>(&s.op)) {
-    if (f->kind == tile::LoopKind::Parallel) {
-      if (inParallel_) {
-        unsupported(s.loc, "nested Parallel loops");
-        return;
-      }
-      if (!lowerFragmentParallel(s, *f, out))
-        lowerParallel(s, *f, out);
-    } else {
-      if (f->kind == tile::LoopKind::Pipelined && pipelines_.count(f) && lc.lanes == 1)
-        lowerPipelined(s, *f, out);
-      else
-        lowerSerial(s, *f, out, lc);
-    }
-    return;
-  }
-  if (auto *i = std::get_if<tile::If>(&s.op)) {
-    thir::Expr c = lowerExpr(i->cond, {});
-    if (!c)
-      return;
-    if (lc.lanes > 1) {
-      unsupported(s.loc, "a branch inside a vectorized Parallel body");
+}
+
+void KernelLowering::lowerFor(const tile::Stmt &s, const tile::For &f, thir::Body &out,
+                              const LaneContext &lc) {
+  if (f.kind == tile::LoopKind::Parallel) {
+    if (inParallel_) {
+      unsupported(s.loc, "nested Parallel loops");
       return;
     }
-    thir::IfStmt is;
-    is.cond = c;
-    lowerBody(i->then, is.then, lc);
-    lowerBody(i->otherwise, is.otherwise, lc);
-    out.push_back({std::move(is)});
+    if (!lowerFragmentParallel(s, f, out))
+      lowerParallel(s, f, out);
+  } else {
+    if (f.kind == tile::LoopKind::Pipelined && pipelines_.count(&f) && lc.lanes == 1)
+      lowerPipelined(s, f, out);
+    else
+      lowerSerial(s, f, out, lc);
+  }
+}
+
+void KernelLowering::lowerIf(const tile::Stmt &s, const tile::If &i, thir::Body &out,
+                             const LaneContext &lc) {
+  thir::Expr c = lowerExpr(i.cond, {});
+  if (!c)
+    return;
+  if (lc.lanes > 1) {
+    unsupported(s.loc, "a branch inside a vectorized Parallel body");
     return;
   }
-  if (auto *c = std::get_if<tile::Copy>(&s.op))
-    return lowerCopy(s, *c, out);
-  if (auto *f = std::get_if<tile::Fill>(&s.op))
-    return lowerFill(s, *f, out);
-  if (auto *r = std::get_if<tile::Reduce>(&s.op))
-    return lowerReduce(s, *r, out);
-  if (auto *g = std::get_if<tile::Gemm>(&s.op))
-    return lowerGemm(s, *g, out);
-  if (auto *u = std::get_if<tile::UseSwizzle>(&s.op))
-    return lowerUseSwizzle(s, *u, out);
-  if (auto *a = std::get_if<tile::AtomicAdd>(&s.op))
-    return lowerAtomicAdd(s, *a, out);
-  if (auto *c = std::get_if<tile::Cumsum>(&s.op))
-    return lowerCumsum(s, *c, out);
-  if (auto *p = std::get_if<tile::Print>(&s.op))
-    return lowerPrint(s, *p, out, lc);
-  if (std::holds_alternative<tile::AnnotateLayout>(s.op))
-    return; // every shared tile of 128-byte lines is swizzled already
-  throw std::logic_error(fmt::format("lowering: no lowering for statement kind {}", s.op.index()));
+  thir::IfStmt is;
+  is.cond = c;
+  lowerBody(i.then, is.then, lc);
+  lowerBody(i.otherwise, is.otherwise, lc);
+  out.push_back({std::move(is)});
 }
 
 void KernelLowering::lowerStore(const tile::Stmt &s, const tile::Store &st, thir::Body &out,
@@ -648,16 +633,15 @@ void KernelLowering::lowerParallel(const tile::Stmt &s, const tile::For &f, thir
 }
 
 void KernelLowering::gatherAccesses(const tile::Body &b, std::vector<Access> &out) {
+  // Only the statements' own operands: a vectorized body has no nested bodies
+  // (analysis::planParallelLoop runs a body with control flow one element at a time).
   for (const tile::Stmt &s : b) {
-    if (auto *l = std::get_if<tile::Let>(&s.op))
-      collectAccesses(l->value, out);
-    else if (auto *st = std::get_if<tile::Store>(&s.op)) {
-      for (const tile::Expr &i : st->indices)
-        collectAccesses(i, out);
-      collectAccesses(st->value, out);
-      if (st->buffer->scope == tile::Scope::Global)
-        out.push_back({st->buffer, st->indices});
-    }
+    tile::Operands o = tile::operandsOf(s);
+    for (const tile::Expr *e : o.exprs)
+      collectAccesses(*e, out);
+    for (const tile::BufferUse &u : o.uses)
+      if (u.indices && u.buffer->scope == tile::Scope::Global)
+        out.push_back({u.buffer, *u.indices});
   }
 }
 } // namespace detail

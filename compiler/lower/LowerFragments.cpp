@@ -7,6 +7,7 @@
 
 #include "analysis/ParallelLayout.h"
 #include "tileir/Arith.h"
+#include "tileir/OpInterface.h"
 
 #include <functional>
 
@@ -14,52 +15,7 @@
 
 namespace tilec::lower::detail {
 
-namespace {
-
 using analysis::FragmentLayout;
-
-void collectBuffers(const tile::Expr &e, std::vector<tile::BufferPtr> &out) {
-  std::visit(
-      [&](const auto &op) {
-        using T = std::decay_t<decltype(op)>;
-        if constexpr (std::is_same_v<T, tile::Load>) {
-          out.push_back(op.buffer);
-          for (const tile::Expr &i : op.indices)
-            collectBuffers(i, out);
-        } else if constexpr (std::is_same_v<T, tile::Unary> || std::is_same_v<T, tile::Cast>) {
-          collectBuffers(op.a, out);
-        } else if constexpr (std::is_same_v<T, tile::Binary>) {
-          collectBuffers(op.a, out);
-          collectBuffers(op.b, out);
-        } else if constexpr (std::is_same_v<T, tile::Select>) {
-          collectBuffers(op.cond, out);
-          collectBuffers(op.a, out);
-          collectBuffers(op.b, out);
-        }
-      },
-      e->op);
-}
-
-void collectBuffers(const tile::Body &b, std::vector<tile::BufferPtr> &out) {
-  for (const tile::Stmt &s : b) {
-    if (auto *l = std::get_if<tile::Let>(&s.op)) {
-      collectBuffers(l->value, out);
-    } else if (auto *st = std::get_if<tile::Store>(&s.op)) {
-      out.push_back(st->buffer);
-      collectBuffers(st->value, out);
-      for (const tile::Expr &i : st->indices)
-        collectBuffers(i, out);
-    } else if (auto *f = std::get_if<tile::For>(&s.op)) {
-      collectBuffers(f->body, out);
-    } else if (auto *i = std::get_if<tile::If>(&s.op)) {
-      collectBuffers(i->cond, out);
-      collectBuffers(i->then, out);
-      collectBuffers(i->otherwise, out);
-    }
-  }
-}
-
-} // namespace
 
 MmaWarp mmaWarp(const FragmentLayout &l) {
   thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, thir::special(thir::Special::ThreadIdxX),
@@ -480,8 +436,7 @@ void KernelLowering::fragmentWrite(const tile::Stmt &s, const tile::Store &st, t
 
 bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For &f,
                                            thir::Body &out) {
-  std::vector<tile::BufferPtr> bufs;
-  collectBuffers(f.body, bufs);
+  std::vector<tile::BufferPtr> bufs = tile::buffersIn(f.body);
   std::vector<int64_t> loopShape;
   for (const tile::Expr &e : f.extents)
     loopShape.push_back(*tile::asConstInt(e));

@@ -200,7 +200,11 @@ private:
   // ---- Statements ----------------------------------------------------------------------------
   void lowerBody(const tile::Body &body, thir::Body &out, const LaneContext &lc);
 
+  /// One case per statement kind (a kind without one does not compile).
   void lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneContext &lc);
+  void lowerLet(const tile::Let &let, thir::Body &out, const LaneContext &lc);
+  void lowerFor(const tile::Stmt &s, const tile::For &f, thir::Body &out, const LaneContext &lc);
+  void lowerIf(const tile::Stmt &s, const tile::If &i, thir::Body &out, const LaneContext &lc);
 
   void lowerStore(const tile::Stmt &s, const tile::Store &st, thir::Body &out,
                   const LaneContext &lc);

@@ -9,6 +9,7 @@
 // body computed from those (re-run for the issued iteration). Everything else in the loop keeps
 // its order; a loop without such copies runs with one stage.
 #include "lower/Plan.h"
+#include "tileir/OpInterface.h"
 
 #include <functional>
 #include <set>
@@ -22,98 +23,30 @@ struct Refs {
   std::set<int> buffers, vars, assignedVars, writtenBuffers;
 
   void expr(const tile::Expr &e) {
-    if (!e)
-      return;
-    std::visit(
-        [&](const auto &op) {
-          using T = std::decay_t<decltype(op)>;
-          if constexpr (std::is_same_v<T, tile::VarRef>) {
-            vars.insert(op.var->id);
-          } else if constexpr (std::is_same_v<T, tile::Load>) {
-            buffers.insert(op.buffer->id);
-            for (const tile::Expr &i : op.indices)
-              expr(i);
-          } else if constexpr (std::is_same_v<T, tile::Unary> || std::is_same_v<T, tile::Cast>) {
-            expr(op.a);
-          } else if constexpr (std::is_same_v<T, tile::Binary>) {
-            expr(op.a);
-            expr(op.b);
-          } else if constexpr (std::is_same_v<T, tile::Select>) {
-            expr(op.cond);
-            expr(op.a);
-            expr(op.b);
-          }
-        },
-        e->op);
-  }
-  void region(const tile::Region &r, bool written = false) {
-    buffers.insert(r.buffer->id);
-    if (written)
-      writtenBuffers.insert(r.buffer->id);
-    for (const tile::RegionDim &d : r.dims) {
-      expr(d.begin);
-      expr(d.extent);
-    }
+    tile::forEachNode(e, [&](const tile::Node &n) {
+      if (auto *v = std::get_if<tile::VarRef>(&n.op))
+        vars.insert(v->var->id);
+      else if (auto *l = std::get_if<tile::Load>(&n.op))
+        buffers.insert(l->buffer->id);
+    });
   }
   void body(const tile::Body &b) {
     for (const tile::Stmt &s : b)
       stmt(s);
   }
   void stmt(const tile::Stmt &s) {
-    std::visit(
-        [&](const auto &op) {
-          using T = std::decay_t<decltype(op)>;
-          if constexpr (std::is_same_v<T, tile::Let>) {
-            assignedVars.insert(op.var->id);
-            expr(op.value);
-          } else if constexpr (std::is_same_v<T, tile::Store>) {
-            buffers.insert(op.buffer->id);
-            writtenBuffers.insert(op.buffer->id);
-            for (const tile::Expr &i : op.indices)
-              expr(i);
-            expr(op.value);
-          } else if constexpr (std::is_same_v<T, tile::Copy>) {
-            region(op.src);
-            region(op.dst, true);
-          } else if constexpr (std::is_same_v<T, tile::Fill>) {
-            region(op.dst, true);
-            expr(op.value);
-          } else if constexpr (std::is_same_v<T, tile::Gemm>) {
-            region(op.a);
-            region(op.b);
-            region(op.c, true);
-          } else if constexpr (std::is_same_v<T, tile::Reduce> || std::is_same_v<T, tile::Cumsum>) {
-            region(op.src);
-            region(op.dst, true);
-          } else if constexpr (std::is_same_v<T, tile::AtomicAdd>) {
-            region(op.dst, true);
-            if (op.src)
-              region(*op.src);
-            expr(op.value);
-            for (const tile::Expr &i : op.indices)
-              expr(i);
-          } else if constexpr (std::is_same_v<T, tile::For>) {
-            for (const tile::VarPtr &v : op.vars)
-              assignedVars.insert(v->id);
-            for (const tile::Expr &e : op.begins)
-              expr(e);
-            for (const tile::Expr &e : op.extents)
-              expr(e);
-            expr(op.step);
-            body(op.body);
-          } else if constexpr (std::is_same_v<T, tile::If>) {
-            expr(op.cond);
-            body(op.then);
-            body(op.otherwise);
-          } else if constexpr (std::is_same_v<T, tile::AnnotateLayout>) {
-            buffers.insert(op.buffer->id);
-          } else if constexpr (std::is_same_v<T, tile::Print>) {
-            if (op.buffer)
-              region(*op.buffer);
-            expr(op.value);
-          }
-        },
-        s.op);
+    tile::Operands o = tile::operandsOf(s);
+    for (const tile::BufferUse &u : o.uses) {
+      buffers.insert(u.buffer->id);
+      if (tile::writes(u.access))
+        writtenBuffers.insert(u.buffer->id);
+    }
+    for (const tile::VarPtr &v : o.defines)
+      assignedVars.insert(v->id);
+    for (const tile::Expr *e : o.exprs)
+      expr(*e);
+    for (const tile::Body *b : o.bodies)
+      body(*b);
   }
 };
 
@@ -196,8 +129,7 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, KernelPlan &kp) {
         continue;
       int dst = c->dst.buffer->id;
       Refs r;
-      r.region(c->src);
-      r.region(c->dst);
+      r.stmt(st);
       int writers = 0;
       for (const tile::Stmt &other : f->body) {
         Refs w;

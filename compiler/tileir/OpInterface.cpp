@@ -1,0 +1,157 @@
+#include "tileir/OpInterface.h"
+
+namespace tilec::tile {
+
+namespace {
+
+void addRegion(Operands &o, const Region &r, Access a) {
+  o.uses.push_back({r.buffer, a, &r, nullptr});
+  for (const RegionDim &d : r.dims) {
+    o.exprs.push_back(&d.begin);
+    o.exprs.push_back(&d.extent);
+  }
+}
+
+void addExprs(Operands &o, const std::vector<Expr> &es) {
+  for (const Expr &e : es)
+    o.exprs.push_back(&e);
+}
+
+} // namespace
+
+Operands operandsOf(const Stmt &s) {
+  Operands o;
+  std::visit(Overloaded{
+                 [&](const Let &op) {
+                   o.exprs.push_back(&op.value);
+                   o.defines.push_back(op.var);
+                 },
+                 [&](const Store &op) {
+                   addExprs(o, op.indices);
+                   o.exprs.push_back(&op.value);
+                   o.uses.push_back({op.buffer, Access::Write, nullptr, &op.indices});
+                 },
+                 [&](const Copy &op) {
+                   addRegion(o, op.src, Access::Read);
+                   addRegion(o, op.dst, Access::Write);
+                 },
+                 [&](const Fill &op) {
+                   addRegion(o, op.dst, Access::Write);
+                   o.exprs.push_back(&op.value);
+                 },
+                 [&](const Gemm &op) {
+                   addRegion(o, op.a, Access::Read);
+                   addRegion(o, op.b, Access::Read);
+                   addRegion(o, op.c, op.clearAccum ? Access::Write : Access::ReadWrite);
+                 },
+                 [&](const Reduce &op) {
+                   addRegion(o, op.src, Access::Read);
+                   addRegion(o, op.dst, op.clear ? Access::Write : Access::ReadWrite);
+                 },
+                 [&](const Cumsum &op) {
+                   addRegion(o, op.src, Access::Read);
+                   addRegion(o, op.dst, Access::Write);
+                 },
+                 [&](const AtomicAdd &op) {
+                   if (op.src)
+                     addRegion(o, *op.src, Access::Read);
+                   addRegion(o, op.dst, Access::ReadWrite);
+                   addExprs(o, op.indices); // the element form's element of dst
+                   o.exprs.push_back(&op.value);
+                 },
+                 [&](const For &op) {
+                   o.defines = op.vars;
+                   addExprs(o, op.begins);
+                   addExprs(o, op.extents);
+                   o.exprs.push_back(&op.step);
+                   o.bodies.push_back(&op.body);
+                 },
+                 [&](const If &op) {
+                   o.exprs.push_back(&op.cond);
+                   o.bodies.push_back(&op.then);
+                   o.bodies.push_back(&op.otherwise);
+                 },
+                 [&](const UseSwizzle &) {},
+                 [&](const AnnotateLayout &op) {
+                   o.uses.push_back({op.buffer, Access::Name, nullptr, nullptr});
+                 },
+                 [&](const Print &op) {
+                   if (op.buffer)
+                     addRegion(o, *op.buffer, Access::Read);
+                   o.exprs.push_back(&op.value);
+                 },
+             },
+             s.op);
+  return o;
+}
+
+std::string_view opName(const Stmt &s) {
+  return std::visit(Overloaded{
+                        [](const Let &) { return "let"; },
+                        [](const Store &) { return "store"; },
+                        [](const Copy &) { return "copy"; },
+                        [](const Fill &) { return "fill"; },
+                        [](const Gemm &) { return "gemm"; },
+                        [](const Reduce &) { return "reduce"; },
+                        [](const Cumsum &) { return "cumsum"; },
+                        [](const AtomicAdd &) { return "atomic_add"; },
+                        [](const For &) { return "for"; },
+                        [](const If &) { return "if"; },
+                        [](const UseSwizzle &) { return "use_swizzle"; },
+                        [](const AnnotateLayout &) { return "annotate_layout"; },
+                        [](const Print &) { return "print"; },
+                    },
+                    s.op);
+}
+
+void forEachNode(const Expr &e, const std::function<void(const Node &)> &f, WalkOrder order) {
+  if (!e)
+    return;
+  if (order == WalkOrder::NodeFirst)
+    f(*e);
+  std::visit(Overloaded{
+                 [](const IntImm &) {},
+                 [](const FloatImm &) {},
+                 [](const VarRef &) {},
+                 [&](const Load &op) {
+                   for (const Expr &i : op.indices)
+                     forEachNode(i, f, order);
+                 },
+                 [&](const Unary &op) { forEachNode(op.a, f, order); },
+                 [&](const Binary &op) {
+                   forEachNode(op.a, f, order);
+                   forEachNode(op.b, f, order);
+                 },
+                 [&](const Select &op) {
+                   forEachNode(op.cond, f, order);
+                   forEachNode(op.a, f, order);
+                   forEachNode(op.b, f, order);
+                 },
+                 [&](const Cast &op) { forEachNode(op.a, f, order); },
+             },
+             e->op);
+  if (order == WalkOrder::OperandsFirst)
+    f(*e);
+}
+
+std::vector<BufferPtr> buffersIn(const Body &body) {
+  std::vector<BufferPtr> out;
+  std::function<void(const Body &)> walk = [&](const Body &b) {
+    for (const Stmt &s : b) {
+      Operands o = operandsOf(s);
+      for (const BufferUse &u : o.uses)
+        out.push_back(u.buffer);
+      for (const Expr *e : o.exprs)
+        forEachNode(*e, [&](const Node &n) {
+          if (auto *l = std::get_if<Load>(&n.op))
+            out.push_back(l->buffer);
+        });
+      for (const Body *nested : o.bodies)
+        walk(*nested);
+    }
+  };
+  walk(body);
+  return out;
+}
+
+} // namespace tilec::tile
