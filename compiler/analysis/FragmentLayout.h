@@ -58,13 +58,22 @@ struct FragmentLayout {
   int64_t warpTileM() const { return shape[0] / warpsM; }
   int64_t warpTileN() const { return shape[1] / warpsN; } // MmaAccumulator only
   /// MmaAccumulator/MmaRows: the warp-grid row and column of warp `w`, and the first row of
-  /// the 16-row tile `mi` of warp row `wm`.
-  int64_t warpRow(int64_t w) const { return warpgroup ? (w / 4 / warpsN) * 4 + w % 4 : w / warpsN; }
-  int64_t warpCol(int64_t w) const { return warpgroup ? (w / 4) % warpsN : w % warpsN; }
-  int64_t tileRow(int64_t wm, int64_t mi) const {
-    return warpgroup ? (wm / 4) * 4 * warpTileM() + 64 * mi + 16 * (wm % 4)
-                     : wm * warpTileM() + 16 * mi;
+  /// the 16-row tile `mi` of warp row `wm`. Written once over any integer-like `I`: integers
+  /// here, thread-IR expressions in lowering (lower/IndexExpr.h).
+  template <class I> I warpRowOf(I w) const {
+    if (!warpgroup)
+      return w / warpsN;
+    return w / 4 / warpsN * 4 + w % 4;
   }
+  template <class I> I warpColOf(I w) const { return warpgroup ? w / 4 % warpsN : w % warpsN; }
+  template <class I> I tileRowOf(I wm, int64_t mi) const {
+    if (!warpgroup)
+      return wm * warpTileM() + 16 * mi;
+    return wm / 4 * (4 * warpTileM()) + wm % 4 * 16 + 64 * mi;
+  }
+  int64_t warpRow(int64_t w) const { return warpRowOf(w); }
+  int64_t warpCol(int64_t w) const { return warpColOf(w); }
+  int64_t tileRow(int64_t wm, int64_t mi) const { return tileRowOf(wm, mi); }
   /// A layout that holds one value per row of a 2-D parent layout (GroupReplicated, MmaRows).
   bool rowValues() const { return kind == Kind::GroupReplicated || kind == Kind::MmaRows; }
   /// Whether `parent` (a 2-D distributed layout) holds rows the way this row layout does.

@@ -4,15 +4,10 @@
 
 namespace tilec::analysis {
 
-int64_t SharedLayout::swizzle(int64_t o) const {
-  if (swizzleBytes == 0)
-    return o;
-  return o ^ (((o >> 7) & (swizzleBytes / 16 - 1)) << 4);
-}
+int64_t SharedLayout::swizzle(int64_t o) const { return swizzleOf(o); }
 
 int64_t SharedLayout::byteOffset(int64_t row, int64_t colByte) const {
-  int64_t panel = colByte / panelBytes;
-  return swizzle(panel * rows * panelBytes + row * panelBytes + colByte % panelBytes);
+  return offsetOf<int64_t>(row, colByte);
 }
 
 int64_t SharedLayout::elementOffset(int64_t flat) const {

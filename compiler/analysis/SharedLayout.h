@@ -30,6 +30,21 @@ struct SharedLayout {
   int swizzleBytes = 0;   // 0 (none), 32, 64 or 128
 
   int64_t bytes() const { return rows * rowBytes; }
+  /// The placement formula, written once over any integer-like `I` (integers here, thread-IR
+  /// expressions in lowering, lower/IndexExpr.h): the byte offset of byte `colByte` of row `row`
+  /// (none: a buffer of one row), and the swizzle of an offset from the buffer's start.
+  template <class I> I offsetOf(std::optional<I> row, I colByte) const {
+    I bytes = !panelled() ? (row ? *row * rowBytes + colByte : colByte)
+                          : colByte / panelBytes * (rows * panelBytes) + *row * panelBytes +
+                                colByte % panelBytes;
+    return swizzleOf(bytes);
+  }
+  template <class I> I swizzleOf(I offset) const {
+    if (swizzleBytes == 0)
+      return offset;
+    // Byte bits 4.. ^= bits 7..: the swizzle of TMA and wgmma.
+    return offset ^ ((offset >> 7 & (swizzleBytes / 16 - 1)) << 4);
+  }
   bool panelled() const { return panelBytes != rowBytes; }
   /// Byte offset of byte `colByte` of row `row` from the start of the buffer.
   int64_t byteOffset(int64_t row, int64_t colByte) const;

@@ -18,34 +18,13 @@ namespace tilec::lower::detail {
 using analysis::FragmentLayout;
 
 MmaWarp mmaWarp(const FragmentLayout &l) {
-  thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, thir::special(thir::Special::ThreadIdxX),
-                                 i32(target::kWarpSize));
-  auto div = [](thir::Expr a, int64_t b) {
-    return b == 1 ? a : thir::binary(thir::BinOp::FloorDiv, a, i32(b));
-  };
-  auto mod = [](thir::Expr a, int64_t b) {
-    return b == 1 ? i32(0) : thir::binary(thir::BinOp::Mod, a, i32(b));
-  };
-  if (!l.warpgroup)
-    return {div(warp, l.warpsN), mod(warp, l.warpsN)};
-  thir::Expr group = div(warp, 4);
-  return {thir::binary(thir::BinOp::Add,
-                       thir::binary(thir::BinOp::Mul, div(group, l.warpsN), i32(4)), mod(warp, 4)),
-          mod(group, l.warpsN)};
+  // The mma instruction families are defined on 32-lane warps.
+  IndexExpr warp = IndexExpr{thir::special(thir::Special::ThreadIdxX)} / target::kWarpSize;
+  return {l.warpRowOf(warp).e, l.warpColOf(warp).e};
 }
 
 thir::Expr mmaTileRow(const FragmentLayout &l, thir::Expr wm, int64_t mi) {
-  if (!l.warpgroup)
-    return thir::binary(thir::BinOp::Add, thir::binary(thir::BinOp::Mul, wm, i32(l.warpTileM())),
-                        i32(16 * mi));
-  // (wm / 4) * 4 * WM + 16 * (wm % 4) + 64 * mi
-  thir::Expr group = thir::binary(thir::BinOp::FloorDiv, wm, i32(4));
-  thir::Expr inGroup = thir::binary(thir::BinOp::Mod, wm, i32(4));
-  return thir::binary(thir::BinOp::Add,
-                      thir::binary(thir::BinOp::Add,
-                                   thir::binary(thir::BinOp::Mul, group, i32(4 * l.warpTileM())),
-                                   thir::binary(thir::BinOp::Mul, inGroup, i32(16))),
-                      i32(64 * mi));
+  return l.tileRowOf(IndexExpr{wm}, mi).e;
 }
 
 bool KernelLowering::isOnChip(const tile::BufferPtr &b) const {

@@ -44,22 +44,10 @@ thir::Expr KernelLowering::sharedOffset(const tile::BufferPtr &b,
   thir::Expr row;
   for (size_t d = 0; d + 1 < index.size(); ++d)
     row = row ? add(mul(row, *tile::asConstInt(b->shape[d])), index[d]) : index[d];
-  thir::Expr colByte = mul(index.back(), l.elementBytes);
-  thir::Expr bytes;
-  if (!l.panelled()) {
-    bytes = row ? add(mul(row, l.rowBytes), colByte) : colByte;
-  } else {
-    thir::Expr panel = div(colByte, l.panelBytes);
-    bytes = add(add(mul(panel, l.rows * l.panelBytes), mul(row, l.panelBytes)),
-                mod(colByte, l.panelBytes));
-  }
-  if (l.swizzleBytes != 0) {
-    // Byte bits 4.. ^= bits 7.. (the swizzle of TMA and wgmma, analysis/SharedLayout.h).
-    thir::Expr line =
-        thir::binary(thir::BinOp::BitAnd, thir::binary(thir::BinOp::Shr, bytes, i32(7)),
-                     i32(l.swizzleBytes / 16 - 1));
-    bytes = thir::binary(thir::BinOp::BitXor, bytes, thir::binary(thir::BinOp::Shl, line, i32(4)));
-  }
+  std::optional<IndexExpr> rowIndex;
+  if (row)
+    rowIndex = IndexExpr{row};
+  thir::Expr bytes = l.offsetOf(rowIndex, IndexExpr{mul(index.back(), l.elementBytes)}).e;
   bytes = add(bytes, i32(sb.offset));
   if (auto version = stageOffset_.find(b->id); version != stageOffset_.end())
     bytes = add(bytes, version->second);

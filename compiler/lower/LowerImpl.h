@@ -4,6 +4,7 @@
 
 #include "analysis/FragmentLayout.h"
 #include "analysis/ParallelLayout.h"
+#include "lower/IndexExpr.h"
 #include "lower/Lower.h"
 #include "lower/Plan.h"
 
