@@ -297,6 +297,12 @@ void collectBody(const tile::Body &b, std::vector<tile::BufferPtr> &bufs) {
       collectLoads(st->value, loads);
       for (const tile::Expr &i : st->indices)
         collectLoads(i, loads);
+    } else if (auto *a = std::get_if<tile::AtomicAdd>(&s.op); a && a->value) {
+      // The element form (a Parallel body's): its global destination limits no vector width,
+      // as it is added element by element.
+      collectLoads(a->value, loads);
+      for (const tile::Expr &i : a->indices)
+        collectLoads(i, loads);
     } else if (auto *f = std::get_if<tile::For>(&s.op)) {
       collectBody(f->body, bufs);
     } else if (auto *i = std::get_if<tile::If>(&s.op)) {

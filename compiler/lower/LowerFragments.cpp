@@ -248,6 +248,22 @@ void decompose(const thir::Expr &flat, int64_t lo, int64_t hi, const std::vector
   }
 }
 
+/// The buffers the element atomic_adds of a Parallel body read (their destinations are global).
+void collectAtomicAddBuffers(const tile::Body &b, std::vector<tile::BufferPtr> &out) {
+  for (const tile::Stmt &s : b) {
+    if (auto *a = std::get_if<tile::AtomicAdd>(&s.op); a && a->value) {
+      collectBuffers(a->value, out);
+      for (const tile::Expr &i : a->indices)
+        collectBuffers(i, out);
+    } else if (auto *f = std::get_if<tile::For>(&s.op)) {
+      collectAtomicAddBuffers(f->body, out);
+    } else if (auto *i = std::get_if<tile::If>(&s.op)) {
+      collectAtomicAddBuffers(i->then, out);
+      collectAtomicAddBuffers(i->otherwise, out);
+    }
+  }
+}
+
 thir::Expr conj(thir::Expr a, thir::Expr b) {
   if (!a)
     return b;
@@ -482,6 +498,7 @@ bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For 
                                            thir::Body &out) {
   std::vector<tile::BufferPtr> bufs;
   collectBuffers(f.body, bufs);
+  collectAtomicAddBuffers(f.body, bufs);
   std::vector<int64_t> loopShape;
   for (const tile::Expr &e : f.extents)
     loopShape.push_back(*tile::asConstInt(e));
