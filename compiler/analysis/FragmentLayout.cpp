@@ -516,7 +516,12 @@ private:
     std::vector<int64_t> loopShape;
     for (const tile::Expr &e : f.extents)
       loopShape.push_back(*tile::asConstInt(e));
-    std::vector<tile::BufferPtr> bufs = tile::buffersIn(f.body);
+    // An atomic_add's destination (global) bounds no vector width: it is added element by
+    // element.
+    std::vector<tile::BufferPtr> bufs =
+        tile::buffersIn(f.body, [](const tile::Stmt &s, const tile::BufferUse &) {
+          return !std::holds_alternative<tile::AtomicAdd>(s.op);
+        });
     int anchor = -1;
     std::vector<DType> globals;
     for (const tile::BufferPtr &b : bufs) {

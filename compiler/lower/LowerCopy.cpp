@@ -112,18 +112,10 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
   DType gt = gbuf->dtype;
   int gbytes = dtypeBytes(gt);
   thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
-  // Replicated data is stored once: element e by thread e % T, a row by its group's first thread.
+  // Replicated data is stored once; the row layouts' condition is the same for every chunk.
   thir::Expr writer;
-  if (toGlobal && l.kind == FragmentLayout::Kind::GroupReplicated && l.groupThreads() > 1)
-    writer = thir::binary(thir::BinOp::Eq,
-                          thir::binary(thir::BinOp::Mod, tid, i32(l.groupThreads())), i32(0));
-  if (toGlobal && l.kind == FragmentLayout::Kind::MmaRows) {
-    // Lane 0 of each quad in the first warp of the warp row.
-    writer = thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(4)), i32(0));
-    if (l.warpsN > 1)
-      writer = thir::binary(thir::BinOp::And, writer,
-                            thir::binary(thir::BinOp::Eq, mmaWarp(l).col, i32(0)));
-  }
+  if (toGlobal && l.kind != FragmentLayout::Kind::Replicated)
+    writer = soleWriter(l, 0, tid);
   auto element = [&](const ChunkRef &c, int64_t lane, thir::Body &body) {
     thir::Expr off = offset(gbuf, globalIdx, {});
     thir::Expr ok = inBounds({gbuf, globalIdx}, {}, 0);
@@ -166,7 +158,7 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
         return !a ? b : !b ? a : thir::binary(thir::BinOp::And, a, b);
       };
       if (toGlobal && l.kind == FragmentLayout::Kind::Replicated)
-        cond = conj(cond, thir::binary(thir::BinOp::Eq, tid, i32(ch.slot0 % l.threads)));
+        cond = conj(cond, soleWriter(l, ch.slot0, tid));
       cond = conj(cond, writer);
       if (cond) {
         guard.cond = cond;
@@ -246,12 +238,67 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
   out.push_back({std::move(split)});
 }
 
+thir::Expr KernelLowering::soleWriter(const FragmentLayout &l, int64_t slot, thir::Expr tid) {
+  switch (l.kind) {
+  case FragmentLayout::Kind::Replicated:
+    // Element e by thread e % T.
+    return thir::binary(thir::BinOp::Eq, tid, i32(slot % l.threads));
+  case FragmentLayout::Kind::GroupReplicated:
+    // A row by its group's first thread.
+    if (l.groupThreads() == 1)
+      return nullptr;
+    return thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(l.groupThreads())),
+                        i32(0));
+  case FragmentLayout::Kind::MmaRows: {
+    // Lane 0 of each quad in the first warp of the warp row.
+    thir::Expr w =
+        thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(4)), i32(0));
+    if (l.warpsN > 1)
+      w = thir::binary(thir::BinOp::And, w, thir::binary(thir::BinOp::Eq, mmaWarp(l).col, i32(0)));
+    return w;
+  }
+  default:
+    return nullptr;
+  }
+}
+
 void KernelLowering::lowerAtomicAdd(const tile::Stmt &s, const tile::AtomicAdd &a,
                                     thir::Body &out) {
   const tile::BufferPtr &dst = a.dst.buffer;
   if (dst->scope != tile::Scope::Global) {
     unsupported(s.loc, fmt::format("atomic_add into {} buffer '{}'", tile::scopeName(dst->scope),
                                    dst->name));
+    return;
+  }
+  // Bools do not add, and codegen has no float8 arithmetic.
+  if (dst->dtype == DType::Bool || dst->dtype == DType::Float8E4M3 ||
+      dst->dtype == DType::Float8E5M2) {
+    unsupported(s.loc,
+                fmt::format("atomic_add into {} tensor '{}'", dtypeName(dst->dtype), dst->name));
+    return;
+  }
+  if (!a.src && inParallel_) {
+    // Once per iteration: the iteration's thread adds, and of an element that a replicated
+    // layout gives to several threads only one of them does.
+    thir::Expr v = lowerExpr(a.value, {});
+    thir::Expr off = offset(dst, a.indices, {});
+    thir::Expr ok = inBounds({dst, a.indices}, {}, 0);
+    if (!v || !off || !ok)
+      return;
+    thir::Stmt add{thir::GlobalAtomicAdd{dst->paramIndex, off, thir::cast(v, Type{dst->dtype})}};
+    thir::Expr cond = element_ ? soleWriter(*element_->layout, element_->slot,
+                                            thir::special(thir::Special::ThreadIdxX))
+                               : nullptr;
+    if (auto *ci = std::get_if<thir::ConstInt>(&ok->op); !ci || !ci->value)
+      cond = cond ? thir::binary(thir::BinOp::And, cond, ok) : ok;
+    if (!cond) {
+      out.push_back(std::move(add));
+      return;
+    }
+    thir::IfStmt guard;
+    guard.cond = cond;
+    guard.then.push_back(std::move(add));
+    out.push_back({std::move(guard)});
     return;
   }
   if (!a.src) {

@@ -257,6 +257,9 @@ private:
   void copyGlobal(const tile::Stmt &s, const tile::Region &glob, const TileEnd &chip, bool toGlobal,
                   thir::Body &out, bool atomicAdd = false);
   void lowerAtomicAdd(const tile::Stmt &s, const tile::AtomicAdd &a, thir::Body &out);
+  /// For layouts that give an element to several threads: the condition that `tid` is the one
+  /// that writes the element at `slot` to memory. Null when every element has one holder.
+  thir::Expr soleWriter(const analysis::FragmentLayout &l, int64_t slot, thir::Expr tid);
   /// Whether all of global region `glob` is in bounds and its rows start `vector`-element
   /// aligned (null when an extent cannot be lowered).
   thir::Expr tileInBoundsAndAligned(const tile::Region &glob, int vector);

@@ -170,11 +170,14 @@ bool Sema::checkSameShape(const tile::Region &a, const tile::Region &b, SourceLo
 void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast::Call &c,
                          LocalScope &scope, tile::Body &out) {
   SourceLoc loc = e.loc();
+  bool inParallel = false;
   for (LocalScope *sc = &scope; sc; sc = sc->parent)
-    if (sc->names.count("<parallel>") && name != "print") {
-      diags_.error(loc, fmt::format("'{}' cannot be used inside a Parallel loop", name));
-      return;
-    }
+    inParallel = inParallel || sc->names.count("<parallel>") != 0;
+  // print and the element form of atomic_add act on one element, so each iteration can run them.
+  if (inParallel && name != "print" && name != "atomic_add") {
+    diags_.error(loc, fmt::format("'{}' cannot be used inside a Parallel loop", name));
+    return;
+  }
   if (scope.exprMacro) {
     diags_.error(loc, fmt::format("'{}' in a macro used as a value", name));
     return;
@@ -456,6 +459,11 @@ void Sema::analyzeOpCall(const std::string &name, const ast::Expr &e, const ast:
         return;
     }
     bool valueIsScalar = valueVal && std::holds_alternative<ExprVal>(*valueVal);
+    if (inParallel && !(elementForm && valueIsScalar)) {
+      diags_.error(loc, "atomic_add inside a Parallel loop adds one element per iteration: "
+                        "atomic_add(C[i, j], value)");
+      return;
+    }
     if (elementForm && valueIsScalar) {
       auto ld = evalSubscript(*args->get(0), *sub, scope);
       if (!ld)

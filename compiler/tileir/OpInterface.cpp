@@ -56,7 +56,9 @@ Operands operandsOf(const Stmt &s) {
                    if (op.src)
                      addRegion(o, *op.src, Access::Read);
                    addRegion(o, op.dst, Access::ReadWrite);
-                   addExprs(o, op.indices); // the element form's element of dst
+                   if (!op.src) // the element form: one element of dst
+                     o.uses.back().indices = &op.indices;
+                   addExprs(o, op.indices);
                    o.exprs.push_back(&op.value);
                  },
                  [&](const For &op) {
@@ -134,13 +136,15 @@ void forEachNode(const Expr &e, const std::function<void(const Node &)> &f, Walk
     f(*e);
 }
 
-std::vector<BufferPtr> buffersIn(const Body &body) {
+std::vector<BufferPtr>
+buffersIn(const Body &body, const std::function<bool(const Stmt &, const BufferUse &)> &keepUse) {
   std::vector<BufferPtr> out;
   std::function<void(const Body &)> walk = [&](const Body &b) {
     for (const Stmt &s : b) {
       Operands o = operandsOf(s);
       for (const BufferUse &u : o.uses)
-        out.push_back(u.buffer);
+        if (!keepUse || keepUse(s, u))
+          out.push_back(u.buffer);
       for (const Expr *e : o.exprs)
         forEachNode(*e, [&](const Node &n) {
           if (auto *l = std::get_if<Load>(&n.op))

@@ -57,8 +57,11 @@ enum class WalkOrder { NodeFirst, OperandsFirst };
 void forEachNode(const Expr &e, const std::function<void(const Node &)> &f,
                  WalkOrder order = WalkOrder::NodeFirst);
 
-/// Every buffer `body` refers to, nested bodies included, statement by statement: its uses,
-/// the buffers its expressions load from, then its nested bodies. Repeats are kept.
-std::vector<BufferPtr> buffersIn(const Body &body);
+/// Every buffer `body` refers to, nested bodies included, statement by statement: its uses
+/// (those `keepUse` keeps, when given), the buffers its expressions load from, then its nested
+/// bodies. Repeats are kept.
+std::vector<BufferPtr>
+buffersIn(const Body &body,
+          const std::function<bool(const Stmt &, const BufferUse &)> &keepUse = nullptr);
 
 } // namespace tilec::tile
