@@ -18,10 +18,8 @@ const std::set<std::string> &builtinNames() {
       "Kernel", "Parallel", "Pipelined", "serial", "range", "unroll", "Tensor", "Buffer",
       // allocation
       "alloc_shared", "alloc_fragment", "alloc_local", "alloc_var",
-      // tile operations
-      "copy", "clear", "fill", "gemm", "reduce_max", "reduce_sum", "reduce_min", "reduce_absmax",
-      "reduce_abssum", "cumsum", "atomic_add", "use_swizzle", "annotate_layout",
-      "make_swizzled_layout", "print",
+      // tile operations are in tileOps() (SemaOps.cpp)
+      "make_swizzled_layout",
       // scalar functions
       "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "erf", "sigmoid",
       "floor", "ceil", "pow", "cast", "ceildiv", "infinity", "if_then_else",
@@ -43,23 +41,8 @@ std::optional<tile::UnOp> unaryBuiltin(const std::string &n) {
   return it->second;
 }
 
-bool isTileOp(const std::string &n) {
-  static const std::set<std::string> ops = {"copy",
-                                            "clear",
-                                            "fill",
-                                            "gemm",
-                                            "reduce_max",
-                                            "reduce_sum",
-                                            "reduce_min",
-                                            "reduce_absmax",
-                                            "reduce_abssum",
-                                            "cumsum",
-                                            "atomic_add",
-                                            "use_swizzle",
-                                            "annotate_layout",
-                                            "print"};
-  return ops.count(n) != 0;
-}
+/// Names that resolve to a builtin: the tile operations and the other builtins.
+bool isBuiltin(const std::string &n) { return builtinNames().count(n) || findTileOp(n); }
 
 std::string describe(const Value &v) {
   return std::visit(
@@ -107,7 +90,7 @@ std::optional<Value> Sema::lookup(const std::string &name, LocalScope &scope, So
       return it->second;
   if (auto dt = parseDType(name))
     return DTypeVal{*dt};
-  if (builtinNames().count(name))
+  if (isBuiltin(name))
     return BuiltinVal{name};
   diags_.error(loc, fmt::format("use of undeclared name '{}'", name));
   return std::nullopt;
@@ -160,8 +143,8 @@ std::optional<DType> Sema::evalDType(const ast::Expr &e, LocalScope &scope) {
   }
   // A name that means nothing where a dtype is expected is most likely a misspelled dtype.
   if (auto *n = std::get_if<ast::Name>(&e.node)) {
-    bool known = parseDType(n->id) || builtinNames().count(n->id) ||
-                 (scope.module && scope.module->names.count(n->id));
+    bool known =
+        parseDType(n->id) || isBuiltin(n->id) || (scope.module && scope.module->names.count(n->id));
     for (LocalScope *sc = &scope; sc && !known; sc = sc->parent)
       known = sc->names.count(n->id) != 0;
     if (!known) {
@@ -349,7 +332,7 @@ std::optional<Value> Sema::evalAttribute(const ast::Expr &e, const ast::Attribut
     if (b->name == "T") {
       if (auto dt = parseDType(a.attr))
         return DTypeVal{*dt};
-      if (builtinNames().count(a.attr) && a.attr != "T")
+      if (isBuiltin(a.attr) && a.attr != "T")
         return BuiltinVal{a.attr};
       if (a.attr == "macro" || a.attr == "prim_func")
         return BuiltinVal{a.attr};
@@ -592,7 +575,7 @@ std::optional<Value> Sema::evalBuiltinCall(const std::string &name, const ast::E
       return std::nullopt;
     return ExprVal{tile::makeSelect(cnd, a, b, loc)};
   }
-  if (isTileOp(name)) {
+  if (findTileOp(name)) {
     diags_.error(loc, fmt::format("'{}' is a tile operation and has no value; call it as a "
                                   "statement",
                                   name));

@@ -135,8 +135,36 @@ private:
   void analyzeAssign(const ast::Stmt &s, const ast::Expr &target, tile::Expr value,
                      LocalScope &scope, tile::Body &out);
   void analyzeFor(const ast::Stmt &s, const ast::For &f, LocalScope &scope, tile::Body &out);
+  /// A builtin called as a statement: a tile operation (dispatched through tileOps()) or an
+  /// expression builtin whose value would be thrown away.
   void analyzeOpCall(const std::string &name, const ast::Expr &e, const ast::Call &c,
                      LocalScope &scope, tile::Body &out);
+  // ---- SemaOps.cpp: one member per tile operation, each registered in tileOps()
+public:
+  using OpAnalysis = void (Sema::*)(const std::string &name, const ast::Expr &e, const ast::Call &c,
+                                    LocalScope &scope, tile::Body &out);
+  void analyzeCopy(const std::string &name, const ast::Expr &e, const ast::Call &c,
+                   LocalScope &scope, tile::Body &out);
+  void analyzeFill(const std::string &name, const ast::Expr &e, const ast::Call &c,
+                   LocalScope &scope, tile::Body &out);
+  void analyzeGemm(const std::string &name, const ast::Expr &e, const ast::Call &c,
+                   LocalScope &scope, tile::Body &out);
+  void analyzeReduce(const std::string &name, const ast::Expr &e, const ast::Call &c,
+                     LocalScope &scope, tile::Body &out);
+  void analyzeCumsum(const std::string &name, const ast::Expr &e, const ast::Call &c,
+                     LocalScope &scope, tile::Body &out);
+  void analyzeAtomicAdd(const std::string &name, const ast::Expr &e, const ast::Call &c,
+                        LocalScope &scope, tile::Body &out);
+  void analyzeUseSwizzle(const std::string &name, const ast::Expr &e, const ast::Call &c,
+                         LocalScope &scope, tile::Body &out);
+  void analyzeAnnotateLayout(const std::string &name, const ast::Expr &e, const ast::Call &c,
+                             LocalScope &scope, tile::Body &out);
+  void analyzePrint(const std::string &name, const ast::Expr &e, const ast::Call &c,
+                    LocalScope &scope, tile::Body &out);
+
+private:
+  /// A keyword argument that must be a constant True or False (`dflt` when absent).
+  std::optional<bool> constBool(LocalScope &scope, const ast::Expr *x, bool dflt, const char *what);
   std::optional<tile::BufferPtr> allocate(const std::string &name, SourceLoc nameLoc,
                                           const std::string &fn, const ast::Expr &e,
                                           const ast::Call &c, LocalScope &scope);
@@ -172,5 +200,16 @@ private:
   int64_t unrollCopies_ = 1;
   static constexpr int64_t kMaxUnrolledCopies = 65536;
 };
+
+/// A tile operation as sema sees it, registered in tileOps() (SemaOps.cpp): its name, the
+/// member that checks a call of it and appends its statement, and whether a Parallel loop's
+/// body may call it (an operation on one element per iteration).
+struct TileOpInfo {
+  std::string_view name;
+  Sema::OpAnalysis analyze;
+  bool inParallel = false;
+};
+const std::vector<TileOpInfo> &tileOps();
+const TileOpInfo *findTileOp(std::string_view name);
 
 } // namespace tilec::sema
