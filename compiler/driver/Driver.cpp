@@ -8,6 +8,7 @@
 #include "sema/Sema.h"
 #include "syntax/ASTPrinter.h"
 #include "syntax/Parser.h"
+#include "threadir/ThreadIRParser.h"
 
 #include <fmt/format.h>
 #include <llvm/IR/LLVMContext.h>
@@ -144,11 +145,21 @@ bool writeOutputs(Session &s, const fs::path &dir,
   return true;
 }
 
+using OutputFiles = std::vector<std::pair<std::string, std::string>>;
+bool backEnd(Session &s, const DriverOptions &opts, const thir::Module &m, const std::string &stem,
+             const std::string &ns, OutputFiles &files);
+bool isThreadIRInput(const std::string &path);
+std::optional<thir::Module> threadIRFrontEnd(Session &s, const DriverOptions &opts,
+                                             std::ostream &out);
+
 } // namespace
 
 int runCheck(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
   Session s(err);
-  frontEnd(s, opts, out);
+  if (isThreadIRInput(opts.input))
+    threadIRFrontEnd(s, opts, out);
+  else
+    frontEnd(s, opts, out);
   return s.flush();
 }
 
@@ -175,6 +186,18 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     s.diags.error({}, fmt::format("--namespace '{}' is not a valid C++ namespace name", ns));
     return s.flush();
   }
+  if (isThreadIRInput(opts.input)) {
+    if (opts.emit.count("layout")) {
+      s.diags.error({}, "--emit layout needs a .tile source (a .thir file has no tile-level "
+                        "layouts to report)");
+      return s.flush();
+    }
+    auto module = threadIRFrontEnd(s, opts, out);
+    OutputFiles files;
+    if (module && backEnd(s, opts, *module, stem, ns, files))
+      writeOutputs(s, opts.outDir, files);
+    return s.flush();
+  }
   auto program = frontEnd(s, opts, out);
   if (!program)
     return s.flush();
@@ -186,16 +209,33 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
   if (opts.dumpAfter == "thread-ir")
     out << thir::print(lowered->module);
 
+  OutputFiles files;
+  if (!backEnd(s, opts, lowered->module, stem, ns, files))
+    return s.flush();
+  if (opts.emit.count("layout"))
+    files.emplace_back(stem + ".layout.json",
+                       layoutReport(*program, *lowered,
+                                    {fs::path(opts.input).filename().string(), opts.arch,
+                                     opts.layoutDetailFull}));
+  writeOutputs(s, opts.outDir, files);
+  return s.flush();
+}
+
+namespace {
+
+/// Codegen and what follows: adds the .ll, .ptx, .cubin and header outputs asked for to
+/// `files`. Returns false after reporting an error.
+bool backEnd(Session &s, const DriverOptions &opts, const thir::Module &m, const std::string &stem,
+             const std::string &ns, OutputFiles &files) {
   codegen::TargetOptions to;
   to.arch = opts.arch;
   to.preciseDiv = opts.preciseDiv;
   llvm::LLVMContext ctx;
-  auto mod = codegen::buildModule(lowered->module, to, ctx);
+  auto mod = codegen::buildModule(m, to, ctx);
   if (!mod) {
     s.diags.error({}, mod.error());
-    return s.flush();
+    return false;
   }
-  std::vector<std::pair<std::string, std::string>> files;
   if (opts.emit.count("llvm"))
     files.emplace_back(stem + ".ll", codegen::emitLLVMText(**mod));
   bool wantBinary = opts.emit.count("cubin") || opts.emit.count("header") || opts.emit.count("ptx");
@@ -204,7 +244,7 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     auto p = codegen::emitPTX(**mod, to);
     if (!p) {
       s.diags.error({}, p.error());
-      return s.flush();
+      return false;
     }
     ptx = std::move(*p);
   }
@@ -217,7 +257,7 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
       PtxasResult r = runPtxas(*ptxas, ptx, opts.arch);
       if (!r.ok) {
         s.diags.error({}, fmt::format("ptxas failed (this is a compiler bug):\n{}", r.log));
-        return s.flush();
+        return false;
       }
       cubin = std::move(r.cubin);
       kind = BinaryKind::Cubin;
@@ -234,17 +274,36 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     ho.sourceName = fs::path(opts.input).filename().string();
     if (opts.embed == "ptx")
       kind = BinaryKind::Ptx;
-    files.emplace_back(
-        stem + ".h",
-        generateHeader(lowered->module, kind == BinaryKind::Cubin ? cubin : ptx, kind, ho));
+    files.emplace_back(stem + ".h",
+                       generateHeader(m, kind == BinaryKind::Cubin ? cubin : ptx, kind, ho));
   }
-  if (opts.emit.count("layout"))
-    files.emplace_back(stem + ".layout.json",
-                       layoutReport(*program, *lowered,
-                                    {fs::path(opts.input).filename().string(), opts.arch,
-                                     opts.layoutDetailFull}));
-  writeOutputs(s, opts.outDir, files);
-  return s.flush();
+  return true;
 }
+
+bool isThreadIRInput(const std::string &path) { return fs::path(path).extension() == ".thir"; }
+
+/// Reads thread IR text (tilec compile FILE.thir): what lowering would have produced, so the
+/// pipeline goes on at codegen.
+std::optional<thir::Module> threadIRFrontEnd(Session &s, const DriverOptions &opts,
+                                             std::ostream &out) {
+  if (opts.dumpAfter == "ast" || opts.dumpAfter == "tile-ir") {
+    s.diags.error({}, fmt::format("--dump-after={} needs a .tile source; a .thir file is thread IR",
+                                  opts.dumpAfter));
+    return std::nullopt;
+  }
+  if (!opts.defines.empty()) {
+    s.diags.error({}, "-D applies to .tile sources, not to thread IR");
+    return std::nullopt;
+  }
+  auto file = readInput(s, opts.input);
+  if (!file)
+    return std::nullopt;
+  auto module = thir::parseThreadIR(s.sm, *file, s.diags);
+  if (module && opts.dumpAfter == "thread-ir")
+    out << thir::print(*module);
+  return module;
+}
+
+} // namespace
 
 } // namespace tilec::driver
