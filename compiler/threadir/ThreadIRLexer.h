@@ -3,6 +3,10 @@
 #pragma once
 
 #include "support/Diagnostics.h"
+#include "threadir/ThreadIR.h"
+
+#include <cstdint>
+#include <optional>
 
 #include <string>
 #include <string_view>
@@ -59,5 +63,14 @@ private:
   uint32_t line_ = 1, col_ = 1;
   int brackets_ = 0; // open ( and [
 };
+
+/// The value of an Int token's text (decimal, or hexadecimal with 0x).
+std::optional<uint64_t> unsignedValue(std::string_view text);
+/// `float32x4` -> {Float32, 4}; nullopt for other words and lane counts outside 1..kMaxLanes.
+std::optional<Type> typeNamed(std::string_view s);
+/// `v12` -> 12.
+std::optional<int> varId(std::string_view s);
+/// How a diagnostic names the token: `'%A'`, `the end of the line`, ...
+std::string describe(const Token &t);
 
 } // namespace tilec::thir

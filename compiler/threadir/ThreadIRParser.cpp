@@ -22,62 +22,6 @@ namespace {
 // Thrown after the error is reported, to unwind the recursive descent; parseThreadIR catches it.
 struct ParseFailed {};
 
-std::optional<uint64_t> unsignedValue(std::string_view text) {
-  int base = 10;
-  if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-    base = 16;
-    text.remove_prefix(2);
-  }
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
-  if (ec != std::errc() || end != text.data() + text.size())
-    return std::nullopt;
-  return v;
-}
-
-std::optional<Type> typeNamed(std::string_view s) {
-  if (auto d = parseDType(s); d && s.front() != '"' && s.front() != '\'')
-    return Type{*d, 1};
-  size_t x = s.rfind('x');
-  if (x == std::string_view::npos || x == 0 || x + 1 == s.size())
-    return std::nullopt;
-  auto lanes = unsignedValue(s.substr(x + 1));
-  auto elem = parseDType(s.substr(0, x));
-  if (!lanes || !elem || s.substr(x + 1).front() == '0' || *lanes > kMaxLanes)
-    return std::nullopt;
-  return Type{*elem, static_cast<int>(*lanes)};
-}
-
-/// `v12` -> 12.
-std::optional<int> varId(std::string_view s) {
-  if (s.size() < 2 || s.size() > 10 || s[0] != 'v')
-    return std::nullopt;
-  for (char c : s.substr(1))
-    if (c < '0' || c > '9')
-      return std::nullopt;
-  auto v = unsignedValue(s.substr(1));
-  if (!v || *v > INT_MAX)
-    return std::nullopt;
-  return static_cast<int>(*v);
-}
-
-std::string describe(const Token &t) {
-  switch (t.kind) {
-  case TokKind::End:
-    return "the end of the file";
-  case TokKind::Newline:
-    return "the end of the line";
-  case TokKind::String:
-    return "a string";
-  case TokKind::Param:
-    return fmt::format("'%{}'", t.text.substr(0, 40));
-  case TokKind::Temp:
-    return fmt::format("'${}'", t.text.substr(0, 40));
-  default:
-    return fmt::format("'{}'", t.text.substr(0, 40));
-  }
-}
-
 class Parser {
 public:
   Parser(std::string_view text, uint32_t file, DiagnosticEngine &diags)

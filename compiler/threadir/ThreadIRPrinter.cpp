@@ -84,16 +84,12 @@ private:
 
   /// Prints a `let` for each non-leaf node the statement's expressions reach more than once,
   /// operands first, and makes expr() refer to it by name.
-  void bindShared(std::initializer_list<const Expr *> roots, int depth,
-                  const std::vector<Expr> *more = nullptr) {
+  void bindShared(const std::vector<Expr> &roots, int depth) {
     lets_.clear();
     std::unordered_map<const Node *, int> refs;
     std::vector<const Node *> postorder;
-    for (const Expr *r : roots)
-      countRefs(*r, refs, postorder);
-    if (more)
-      for (const Expr &r : *more)
-        countRefs(r, refs, postorder);
+    for (const Expr &r : roots)
+      countRefs(r, refs, postorder);
     for (const Node *n : postorder) {
       if (refs[n] < 2 || isLeaf(*n))
         continue;
@@ -200,25 +196,25 @@ private:
 
   // ---- Statements ------------------------------------------------------------------------
   void stmt(const DeclVar &d, int depth) {
-    bindShared({&d.init}, depth);
+    bindShared({d.init}, depth);
     line(depth, fmt::format("var v{}: {} = {}", d.id, typeString(d.type), expr(d.init)));
   }
   void stmt(const AssignVar &a, int depth) {
-    bindShared({&a.value}, depth);
+    bindShared({a.value}, depth);
     line(depth, fmt::format("v{} = {}", a.id, expr(a.value)));
   }
   void stmt(const GlobalStore &s, int depth) {
-    bindShared({&s.index, &s.value}, depth);
+    bindShared({s.index, s.value}, depth);
     line(depth, fmt::format("store {}[{}] = {}, align {}", param(s.param), expr(s.index),
                             expr(s.value), s.alignBytes));
   }
   void stmt(const GlobalAtomicAdd &s, int depth) {
-    bindShared({&s.index, &s.value}, depth);
+    bindShared({s.index, s.value}, depth);
     line(depth,
          fmt::format("atomic_add {}[{}] += {}", param(s.param), expr(s.index), expr(s.value)));
   }
   void stmt(const CpAsync &c, int depth) {
-    bindShared({&c.index, &c.byteOffset}, depth);
+    bindShared({c.index, c.byteOffset}, depth);
     line(depth, fmt::format("cp.async smem[{}] <- {}[{}], 16 bytes", expr(c.byteOffset),
                             param(c.param), expr(c.index)));
   }
@@ -227,14 +223,14 @@ private:
     line(depth, fmt::format("cp.async.wait {}", w.pending));
   }
   void stmt(const Printf &p, int depth) {
-    bindShared({}, depth, &p.args);
+    bindShared(p.args, depth);
     std::string args;
     for (const Expr &a : p.args)
       args += ", " + expr(a);
     line(depth, fmt::format("printf {}{}", text::quoted(p.format), args));
   }
   void stmt(const IfStmt &s, int depth) {
-    bindShared({&s.cond}, depth);
+    bindShared({s.cond}, depth);
     line(depth, fmt::format("if {} {{", expr(s.cond)));
     body(s.then, depth + 1);
     if (!s.otherwise.empty()) {
@@ -244,7 +240,7 @@ private:
     line(depth, "}");
   }
   void stmt(const ForStmt &s, int depth) {
-    bindShared({&s.begin, &s.end, &s.step}, depth);
+    bindShared({s.begin, s.end, s.step}, depth);
     line(depth, fmt::format("for v{}: {} in range({}, {}, {}){} {{", s.var, typeString(s.varType),
                             expr(s.begin), expr(s.end), expr(s.step), s.unroll ? " unroll" : ""));
     body(s.body, depth + 1);
@@ -253,7 +249,7 @@ private:
   void stmt(const Barrier &, int depth) { line(depth, "barrier"); }
   void stmt(const FenceProxyAsync &, int depth) { line(depth, "fence.proxy.async.shared"); }
   void stmt(const SharedStore &s, int depth) {
-    bindShared({&s.byteOffset, &s.value}, depth);
+    bindShared({s.byteOffset, s.value}, depth);
     line(depth, fmt::format("smem[{}] = {}", expr(s.byteOffset), expr(s.value)));
   }
 

@@ -221,14 +221,13 @@ private:
     if (w.pending < 0)
       error(s, fmt::format("negative number of pending groups {}", w.pending));
   }
-  void stmt(const Printf &p, const Stmt *s) {
+  void stmt(const Printf &p, const Stmt *) {
     for (const Expr &a : p.args) {
       node(a);
       if (good(a) && (a->type.lanes != 1 || isFloat8(a->type.elem)))
         error(a.get(),
               fmt::format("printf argument of type {} (scalars, not float8)", ts(a->type)));
     }
-    (void)s;
   }
   void stmt(const IfStmt &i, const Stmt *s) {
     node(i.cond);
