@@ -358,7 +358,7 @@ private:
             fmt::format("cast from {} to {} changes the lane count", ts(c.a->type), ts(n.type)));
   }
   void check(const Broadcast &b, const Node &n) {
-    if (b.a->type.lanes != 1 || b.a->type.elem != n.type.elem)
+    if (b.a->type.lanes != 1 || b.a->type.elem != n.type.elem || n.type.lanes < 2)
       error(&n, fmt::format("broadcast of {} to {}", ts(b.a->type), ts(n.type)));
   }
   void check(const GlobalLoad &l, const Node &n) {
@@ -371,14 +371,14 @@ private:
                             p->name));
   }
   void check(const ExtractLane &e, const Node &n) {
-    if (e.lane < 0 || e.lane >= e.vec->type.lanes)
+    if (e.lane < 0 || e.lane >= e.vec->type.lanes || e.vec->type.lanes < 2)
       error(&n, fmt::format("lane {} of {}", e.lane, ts(e.vec->type)));
     else if (!(n.type == Type{e.vec->type.elem, 1}))
       error(&n, fmt::format("lane of {} typed {}", ts(e.vec->type), ts(n.type)));
   }
   void check(const MakeVector &m, const Node &n) {
     Type elem{n.type.elem, 1};
-    if (m.elems.size() != static_cast<size_t>(n.type.lanes))
+    if (m.elems.size() != static_cast<size_t>(n.type.lanes) || n.type.lanes < 2)
       error(&n, fmt::format("vector<{}> of {} elements", ts(n.type), m.elems.size()));
     for (const Expr &e : m.elems)
       if (!(e->type == elem)) {
