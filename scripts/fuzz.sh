@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Runs one libFuzzer target of tests/fuzz for a while (see docs/fuzzing.md).
 #
-#   scripts/fuzz.sh TARGET SECONDS     TARGET: lexer, parser, sema or compile (or fuzz_lexer ...)
+#   scripts/fuzz.sh TARGET SECONDS     TARGET: lexer, parser, sema, compile or thir (or fuzz_lexer ...)
 #
 # Installs clang-22 and libclang-rt-22-dev when missing, configures BUILD_DIR (default
 # build-fuzz) with clang-22 and -DTILEC_BUILD_FUZZERS=ON, builds the target and runs it for
-# SECONDS with -max_len=8192 -timeout=10 -rss_limit_mb=2048 and the dictionary tests/fuzz/tile.dict.
+# SECONDS with -max_len=8192 -timeout=10 -rss_limit_mb=2048 and the dictionary tests/fuzz/tile.dict
+# (thir.dict and the .thir files of tests/lit as seeds for the thir target).
 # The work corpus (BUILD_DIR/fuzz-corpus/TARGET) starts with the inputs of
 # tests/fuzz/corpus/TARGET.tar.xz and keeps growing between runs; the seeds (samples,
 # conformance programs, lit and malformed tests) are read every run. New crash, leak, timeout and out-of-memory inputs are copied to
@@ -21,11 +22,18 @@ mkdir -p "$build" && build=$(cd "$build" && pwd)
 jobs=${JOBS:-2}
 niceness=${NICE:-10}
 
-usage() { echo "usage: $0 lexer|parser|sema|compile SECONDS" >&2; exit 2; }
+usage() { echo "usage: $0 lexer|parser|sema|compile|thir SECONDS" >&2; exit 2; }
 [ $# -eq 2 ] || usage
 target=${1#fuzz_}
 seconds=$2
-case "$target" in lexer | parser | sema | compile) ;; *) usage ;; esac
+case "$target" in lexer | parser | sema | compile | thir) ;; *) usage ;; esac
+# The thir target reads thread IR text; the others read .tile sources.
+suffix=tile
+dict=tile.dict
+if [ "$target" = thir ]; then
+  suffix=thir
+  dict=thir.dict
+fi
 [[ "$seconds" =~ ^[0-9]+$ ]] || usage
 
 "$root/scripts/install-deps.sh"
@@ -65,9 +73,9 @@ fi
 # The seeds, named by content so that repeated runs do not duplicate them.
 rm -rf "$seeds" && mkdir -p "$seeds"
 {
-  find "$root/samples" "$root/tests/lit" "$root/tests/malformed" -name '*.tile' -type f
+  find "$root/samples" "$root/tests/lit" "$root/tests/malformed" -name "*.$suffix" -type f
   if [ -d "$root/../shared/conformance" ]; then
-    find "$root/../shared/conformance" -name '*.tile' -type f
+    find "$root/../shared/conformance" -name "*.$suffix" -type f
   fi
 } | while read -r f; do
   cp "$f" "$seeds/$(sha1sum "$f" | cut -c1-40)"
@@ -79,7 +87,7 @@ status=0
 # The work corpus comes first: libFuzzer writes new inputs into the first directory only.
 if [ "$seconds" -gt 0 ]; then
   (cd "$artifacts" && nice -n "$niceness" "$fuzzer" "$work" "$seeds" \
-    -dict="$root/tests/fuzz/tile.dict" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
+    -dict="$root/tests/fuzz/$dict" -max_len=8192 -timeout=10 -rss_limit_mb=2048 \
     -max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$artifacts/") || status=$?
 fi
 

@@ -601,8 +601,8 @@ private:
     Value *addr = sharedAddress(l.byteOffset);
     llvm::Function *fn = llvm::Intrinsic::getOrInsertDeclaration(&mod_, id, {addr->getType()});
     Value *r = b_.CreateCall(fn, {addr});
-    if (l.num == 1)
-      return b_.CreateInsertElement(llvm::PoisonValue::get(valueType(n.type)), r, uint64_t{0});
+    if (l.num == 1) // Int32 x 1 is a scalar, the intrinsic's own result
+      return r;
     Value *out = llvm::PoisonValue::get(valueType(n.type));
     for (int i = 0; i < l.num; ++i)
       out = b_.CreateInsertElement(out, b_.CreateExtractValue(r, static_cast<unsigned>(i)),

@@ -98,7 +98,10 @@ bool writeOutputs(Session &s, const fs::path &dir,
 int runCheck(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
   Session s(err);
   Compilation c(opts, s.sm, s.diags, target::defaultTarget());
-  runPipeline(c, kCheckPasses, out);
+  if (isThreadIRInput(opts.input))
+    loadThreadIR(c, out);
+  else
+    runPipeline(c, 0, kCheckPasses, out);
   return s.flush();
 }
 
@@ -124,7 +127,15 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     return s.flush();
   }
   Compilation c(opts, s.sm, s.diags, *target);
-  if (!runPipeline(c, compilePipeline().size(), out))
+  bool threadIR = isThreadIRInput(opts.input);
+  if (threadIR && opts.emit.count("layout")) {
+    s.diags.error({}, "--emit layout needs a .tile source (a .thir file has no tile-level "
+                      "layouts to report)");
+    return s.flush();
+  }
+  if (threadIR ? !loadThreadIR(c, out) ||
+                     !runPipeline(c, threadIRFirstPass(), compilePipeline().size(), out)
+               : !runPipeline(c, 0, compilePipeline().size(), out))
     return s.flush();
 
   std::vector<std::pair<std::string, std::string>> files;

@@ -6,6 +6,7 @@
 #include "syntax/ASTPrinter.h"
 #include "syntax/Parser.h"
 #include "threadir/ThreadIR.h"
+#include "threadir/ThreadIRParser.h"
 
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 
 namespace tilec::driver {
 
@@ -181,6 +183,43 @@ const std::vector<Pass> &compilePipeline() {
   return passes;
 }
 
+bool isThreadIRInput(const std::string &path) { return fs::path(path).extension() == ".thir"; }
+
+size_t threadIRFirstPass() {
+  const auto &passes = compilePipeline();
+  for (size_t i = 0; i < passes.size(); ++i)
+    if (passes[i].name == "build-llvm")
+      return i;
+  throw std::logic_error("the pipeline has no build-llvm pass");
+}
+
+bool loadThreadIR(Compilation &c, std::ostream &out) {
+  std::string_view dump = passForDumpName(c.opts.dumpAfter);
+  const auto &passes = compilePipeline();
+  for (size_t i = 0; i + 1 < threadIRFirstPass(); ++i)
+    if (passes[i].name == dump) {
+      c.diags.error({}, fmt::format("--dump-after={} needs a .tile source; a .thir file is thread "
+                                    "IR",
+                                    c.opts.dumpAfter));
+      return false;
+    }
+  if (!c.opts.defines.empty()) {
+    c.diags.error({}, "-D applies to .tile sources, not to thread IR");
+    return false;
+  }
+  auto file = readInput(c, c.opts.input);
+  if (!file)
+    return false;
+  auto module = thir::parseThreadIR(c.sm, *file, c.diags);
+  if (!module)
+    return false;
+  c.lowered.emplace();
+  c.lowered->module = std::move(*module);
+  if (dump == "lower-to-thread-ir")
+    out << thir::print(c.lowered->module);
+  return true;
+}
+
 std::string_view passForDumpName(std::string_view name) {
   if (name == "ast")
     return "parse";
@@ -210,10 +249,10 @@ std::string printPipeline() {
   return text;
 }
 
-bool runPipeline(Compilation &c, size_t count, std::ostream &out) {
+bool runPipeline(Compilation &c, size_t from, size_t count, std::ostream &out) {
   std::string_view dump = passForDumpName(c.opts.dumpAfter);
   const auto &passes = compilePipeline();
-  for (size_t i = 0; i < count && i < passes.size(); ++i) {
+  for (size_t i = from; i < count && i < passes.size(); ++i) {
     if (!passes[i].run(c))
       return false;
     if (passes[i].name == dump)

@@ -68,8 +68,17 @@ std::vector<std::string> dumpNames();
 /// The --print-pipeline text: one line per pass.
 std::string printPipeline();
 
-/// Runs passes [0, count) of compilePipeline() over `c`, printing the IR after the pass named
-/// by c.opts.dumpAfter to `out`. Returns false as soon as a pass reports an error.
-bool runPipeline(Compilation &c, size_t count, std::ostream &out);
+/// Runs passes [from, count) of compilePipeline() over `c`, printing the IR after the pass
+/// named by c.opts.dumpAfter to `out`. Returns false as soon as a pass reports an error.
+bool runPipeline(Compilation &c, size_t from, size_t count, std::ostream &out);
+
+/// Whether `path` names thread IR text (.thir), which enters the pipeline after
+/// lower-to-thread-ir (docs/thread-ir.md).
+bool isThreadIRInput(const std::string &path);
+/// The index of the first pass a thread IR input runs (build-llvm).
+size_t threadIRFirstPass();
+/// Parses and verifies thread IR text into c.lowered, standing in for the passes before
+/// threadIRFirstPass(); prints it for --dump-after=lower-to-thread-ir. False after an error.
+bool loadThreadIR(Compilation &c, std::ostream &out);
 
 } // namespace tilec::driver

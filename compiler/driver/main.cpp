@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
   app.require_subcommand(1);
 
   auto addCommon = [&](CLI::App *cmd) {
-    cmd->add_option("file", opts.input, "the .tile source");
+    cmd->add_option("file", opts.input, "the .tile source, or thread IR text (.thir)");
     // One value per flag, so that `-D X=1 FILE` does not take FILE as a second define.
     cmd->add_option("-D", defines, "NAME=VALUE: override a const or fix a symbolic dimension")
         ->allow_extra_args(false);

@@ -1,5 +1,7 @@
 #include "threadir/ThreadIR.h"
 
+#include "threadir/ThreadIRNames.h"
+
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -48,117 +50,6 @@ bool isComparison(BinOp op) {
 
 bool isPowerOfTwo(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
-std::string_view unOpName(UnOp op) {
-  switch (op) {
-  case UnOp::Neg:
-    return "neg";
-  case UnOp::Not:
-    return "not";
-  case UnOp::Abs:
-    return "abs";
-  case UnOp::Exp:
-    return "exp";
-  case UnOp::Exp2:
-    return "exp2";
-  case UnOp::Log:
-    return "log";
-  case UnOp::Log2:
-    return "log2";
-  case UnOp::Sqrt:
-    return "sqrt";
-  case UnOp::Rsqrt:
-    return "rsqrt";
-  case UnOp::Tanh:
-    return "tanh";
-  case UnOp::Erf:
-    return "erf";
-  case UnOp::Sigmoid:
-    return "sigmoid";
-  case UnOp::Floor:
-    return "floor";
-  case UnOp::Ceil:
-    return "ceil";
-  }
-  return "?";
-}
-
-// Infix spelling, or empty for the ops printed as calls.
-std::string_view binOpInfix(BinOp op) {
-  switch (op) {
-  case BinOp::Add:
-    return "+";
-  case BinOp::Sub:
-    return "-";
-  case BinOp::Mul:
-    return "*";
-  case BinOp::Div:
-    return "/";
-  case BinOp::FloorDiv:
-    return "//";
-  case BinOp::Mod:
-    return "%";
-  case BinOp::Eq:
-    return "==";
-  case BinOp::Ne:
-    return "!=";
-  case BinOp::Lt:
-    return "<";
-  case BinOp::Le:
-    return "<=";
-  case BinOp::Gt:
-    return ">";
-  case BinOp::Ge:
-    return ">=";
-  case BinOp::And:
-    return "and";
-  case BinOp::Or:
-    return "or";
-  case BinOp::BitAnd:
-    return "&";
-  case BinOp::BitXor:
-    return "^";
-  case BinOp::Shl:
-    return "<<";
-  case BinOp::Shr:
-    return ">>";
-  default:
-    return "";
-  }
-}
-
-std::string_view binOpCall(BinOp op) {
-  switch (op) {
-  case BinOp::Pow:
-    return "pow";
-  case BinOp::Min:
-    return "min";
-  case BinOp::Max:
-    return "max";
-  default:
-    return "?";
-  }
-}
-
-std::string_view specialName(Special s) {
-  switch (s) {
-  case Special::ThreadIdxX:
-    return "threadIdx.x";
-  case Special::BlockIdxX:
-    return "blockIdx.x";
-  case Special::BlockIdxY:
-    return "blockIdx.y";
-  case Special::BlockIdxZ:
-    return "blockIdx.z";
-  case Special::GridDimX:
-    return "gridDim.x";
-  case Special::GridDimY:
-    return "gridDim.y";
-  case Special::GridDimZ:
-    return "gridDim.z";
-  }
-  return "?";
-}
-
 // Shortest text that reads back as the same double, always with a '.' or exponent so that a
 // float constant never looks like an integer.
 std::string floatText(double v) {
@@ -168,54 +59,16 @@ std::string floatText(double v) {
   return s;
 }
 
-class Printer {
+// The tree form of printExpr.
+class TreePrinter {
 public:
-  explicit Printer(std::string &out) : out_(out) {}
-
   std::string expr(const Expr &e, const Kernel &k) {
     if (!e)
       return "<null>";
     return std::visit([&](const auto &op) { return exprOp(op, *e, k); }, e->op);
   }
 
-  void body(const Body &b, const Kernel &k, int depth) {
-    for (const Stmt &s : b)
-      std::visit([&](const auto &op) { stmt(op, k, depth); }, s.op);
-  }
-
-  void kernel(const Kernel &k) {
-    std::string params;
-    for (const Param &p : k.params) {
-      if (!params.empty())
-        params += ", ";
-      switch (p.kind) {
-      case ParamKind::Tensor:
-        params += fmt::format("{}: tensor<{}, align {}>", p.name, dtypeName(p.dtype), p.alignBytes);
-        break;
-      case ParamKind::Scalar:
-        params += fmt::format("{}: {}", p.name, dtypeName(p.dtype));
-        break;
-      case ParamKind::Dim:
-        params += fmt::format("{}: dim", p.name);
-        break;
-      }
-    }
-    std::string grid;
-    for (size_t i = 0; i < k.grid.size(); ++i)
-      grid += fmt::format("{}{}", i ? ", " : "", k.grid[i] ? expr(k.grid[i], k) : "1");
-    out_ += fmt::format("kernel {}({}) threads={} grid=({}) dynamic_smem={} {{\n", k.name, params,
-                        k.threads, grid, k.dynamicSharedBytes);
-    body(k.body, k, 1);
-    out_ += "}\n";
-  }
-
 private:
-  void line(int depth, std::string_view text) {
-    out_.append(static_cast<size_t>(depth) * 2, ' ');
-    out_ += text;
-    out_ += '\n';
-  }
-
   static std::string paramName(int index, const Kernel &k) {
     if (index >= 0 && static_cast<size_t>(index) < k.params.size())
       return k.params[index].name;
@@ -236,19 +89,19 @@ private:
     return paramName(p.index, k);
   }
   std::string exprOp(const SpecialReg &s, const Node &, const Kernel &) {
-    return std::string(specialName(s.reg));
+    return std::string(names::special(s.reg));
   }
   std::string exprOp(const VarRef &v, const Node &, const Kernel &) {
     return fmt::format("v{}", v.id);
   }
   std::string exprOp(const Unary &u, const Node &, const Kernel &k) {
-    return fmt::format("{}({})", unOpName(u.op), expr(u.a, k));
+    return fmt::format("{}({})", names::unOp(u.op), expr(u.a, k));
   }
   std::string exprOp(const Binary &b, const Node &, const Kernel &k) {
-    std::string_view infix = binOpInfix(b.op);
+    std::string_view infix = names::binOpInfix(b.op);
     if (!infix.empty())
       return fmt::format("({} {} {})", expr(b.a, k), infix, expr(b.b, k));
-    return fmt::format("{}({}, {})", binOpCall(b.op), expr(b.a, k), expr(b.b, k));
+    return fmt::format("{}({}, {})", names::binOpCall(b.op), expr(b.a, k), expr(b.b, k));
   }
   std::string exprOp(const Select &s, const Node &, const Kernel &k) {
     return fmt::format("select({}, {}, {})", expr(s.cond, k), expr(s.a, k), expr(s.b, k));
@@ -302,61 +155,6 @@ private:
       s += fmt::format(", [acc {}: {}, {}]", i.accFirst, expr(i.a, k), expr(i.bDesc, k));
     return s + ")";
   }
-
-  void stmt(const DeclVar &d, const Kernel &k, int depth) {
-    line(depth, fmt::format("var v{}: {} = {}", d.id, typeString(d.type), expr(d.init, k)));
-  }
-  void stmt(const AssignVar &a, const Kernel &k, int depth) {
-    line(depth, fmt::format("v{} = {}", a.id, expr(a.value, k)));
-  }
-  void stmt(const GlobalStore &s, const Kernel &k, int depth) {
-    line(depth, fmt::format("store {}[{}] = {}, align {}", paramName(s.param, k), expr(s.index, k),
-                            expr(s.value, k), s.alignBytes));
-  }
-  void stmt(const CpAsync &c, const Kernel &k, int depth) {
-    line(depth, fmt::format("cp.async smem[{}] <- {}[{}], 16 bytes", expr(c.byteOffset, k),
-                            paramName(c.param, k), expr(c.index, k)));
-  }
-  void stmt(const CpAsyncCommit &, const Kernel &, int depth) { line(depth, "cp.async.commit"); }
-  void stmt(const CpAsyncWait &w, const Kernel &, int depth) {
-    line(depth, fmt::format("cp.async.wait {}", w.pending));
-  }
-  void stmt(const Printf &p, const Kernel &k, int depth) {
-    std::string args;
-    for (const Expr &a : p.args)
-      args += ", " + expr(a, k);
-    std::string f;
-    for (char c : p.format)
-      f += c == '\n' ? std::string("\\n") : c == '"' ? std::string("\\\"") : std::string(1, c);
-    line(depth, fmt::format("printf \"{}\"{}", f, args));
-  }
-  void stmt(const GlobalAtomicAdd &s, const Kernel &k, int depth) {
-    line(depth, fmt::format("atomic_add {}[{}] += {}", paramName(s.param, k), expr(s.index, k),
-                            expr(s.value, k)));
-  }
-  void stmt(const IfStmt &s, const Kernel &k, int depth) {
-    line(depth, fmt::format("if {}:", expr(s.cond, k)));
-    body(s.then, k, depth + 1);
-    if (!s.otherwise.empty()) {
-      line(depth, "else:");
-      body(s.otherwise, k, depth + 1);
-    }
-  }
-  void stmt(const ForStmt &s, const Kernel &k, int depth) {
-    line(depth,
-         fmt::format("for v{}: {} in range({}, {}, {}){}:", s.var, typeString(s.varType),
-                     expr(s.begin, k), expr(s.end, k), expr(s.step, k), s.unroll ? " unroll" : ""));
-    body(s.body, k, depth + 1);
-  }
-  void stmt(const Barrier &, const Kernel &, int depth) { line(depth, "barrier"); }
-  void stmt(const FenceProxyAsync &, const Kernel &, int depth) {
-    line(depth, "fence.proxy.async.shared");
-  }
-  void stmt(const SharedStore &s, const Kernel &k, int depth) {
-    line(depth, fmt::format("smem[{}] = {}", expr(s.byteOffset, k), expr(s.value, k)));
-  }
-
-  std::string &out_;
 };
 
 } // namespace
@@ -365,6 +163,12 @@ std::string typeString(Type t) {
   if (t.lanes == 1)
     return std::string(dtypeName(t.elem));
   return fmt::format("{}x{}", dtypeName(t.elem), t.lanes);
+}
+
+bool isLeaf(const Node &n) {
+  return std::holds_alternative<ConstInt>(n.op) || std::holds_alternative<ConstFloat>(n.op) ||
+         std::holds_alternative<ParamRef>(n.op) || std::holds_alternative<SpecialReg>(n.op) ||
+         std::holds_alternative<VarRef>(n.op);
 }
 
 Expr constInt(int64_t v, DType t) {
@@ -399,9 +203,9 @@ Expr unary(UnOp op, Expr a) {
   if (op == UnOp::Not && isFloat(t))
     misuse("not on a float");
   if (t == DType::Bool && op != UnOp::Not)
-    misuse(fmt::format("{} on bool", unOpName(op)));
+    misuse(fmt::format("{} on bool", names::unOp(op)));
   if (isMathOp(op) && !isFloat(t))
-    misuse(fmt::format("{} on non-float type {}", unOpName(op), dtypeName(t)));
+    misuse(fmt::format("{} on non-float type {}", names::unOp(op), dtypeName(t)));
   Type type = a->type;
   return make(type, Unary{op, std::move(a)});
 }
@@ -560,17 +364,6 @@ Expr bitcast(Expr a, Type t) {
   return make(t, Bitcast{std::move(a)});
 }
 
-std::string printExpr(const Expr &e, const Kernel &k) {
-  std::string unused;
-  return Printer(unused).expr(e, k);
-}
-
-std::string print(const Module &m) {
-  std::string out = fmt::format("module {}\n", m.name);
-  Printer p(out);
-  for (const Kernel &k : m.kernels)
-    p.kernel(k);
-  return out;
-}
+std::string printExpr(const Expr &e, const Kernel &k) { return TreePrinter().expr(e, k); }
 
 } // namespace tilec::thir

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
@@ -311,11 +312,59 @@ Expr sharedAddress(Expr byteOffset);
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
            bool aMnMajor, bool bMnMajor);
 
-/// Human-readable form, one statement a line; used by `--dump-after=thread-ir` and lit tests.
+/// Calls `f(const Expr &)` for each operand of `n`, in field order.
+template <class F> void forEachOperand(const Node &n, F &&f) {
+  std::visit(
+      [&](const auto &op) {
+        using T = std::decay_t<decltype(op)>;
+        if constexpr (std::is_same_v<T, Unary> || std::is_same_v<T, Cast> ||
+                      std::is_same_v<T, Broadcast> || std::is_same_v<T, Bitcast>) {
+          f(op.a);
+        } else if constexpr (std::is_same_v<T, Binary>) {
+          f(op.a);
+          f(op.b);
+        } else if constexpr (std::is_same_v<T, Select>) {
+          f(op.cond);
+          f(op.a);
+          f(op.b);
+        } else if constexpr (std::is_same_v<T, GlobalLoad>) {
+          f(op.index);
+        } else if constexpr (std::is_same_v<T, ExtractLane>) {
+          f(op.vec);
+        } else if constexpr (std::is_same_v<T, MakeVector>) {
+          for (const Expr &e : op.elems)
+            f(e);
+        } else if constexpr (std::is_same_v<T, ShflXor>) {
+          f(op.value);
+        } else if constexpr (std::is_same_v<T, SharedLoad> || std::is_same_v<T, LdMatrix> ||
+                             std::is_same_v<T, SharedAddress>) {
+          f(op.byteOffset);
+        } else if constexpr (std::is_same_v<T, MmaSync>) {
+          f(op.a);
+          f(op.b);
+          f(op.c);
+        } else if constexpr (std::is_same_v<T, Wgmma>) {
+          f(op.acc);
+          for (const WgmmaInstr &i : op.instrs) {
+            f(i.a);
+            f(i.bDesc);
+          }
+        }
+      },
+      n.op);
+}
+
+/// Constants, parameters, special registers and variable reads: no operands, and evaluating one
+/// twice in a statement costs nothing after LLVM's CSE, so the text form never names them.
+bool isLeaf(const Node &n);
+
+/// The text form of a module (docs/thread-ir.md): every field, one statement a line, subtrees
+/// shared within a statement named by `let`. parseThreadIR reads it back exactly.
 std::string print(const Module &m);
 /// `float32` or `float32x4`.
 std::string typeString(Type t);
-/// One expression in the syntax of print(); parameters are named from `k`.
+/// One expression as a tree (shared subtrees repeated; parameters named from `k`), for
+/// comments in generated headers and as a structural key. Not the syntax print() writes.
 std::string printExpr(const Expr &e, const Kernel &k);
 
 } // namespace tilec::thir

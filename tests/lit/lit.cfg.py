@@ -3,7 +3,7 @@ import lit.formats
 
 config.name = "tilec"
 config.test_format = lit.formats.ShTest(execute_external=False)
-config.suffixes = [".tile", ".test"]
+config.suffixes = [".tile", ".test", ".thir"]
 config.excludes = ["Inputs"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(os.path.dirname(config.tilec_bin), "..", "tests", "lit-out")

@@ -90,15 +90,15 @@ TEST_CASE("thread IR prints one statement a line") {
   std::string text = print(vectorAdd());
   INFO(text);
   CHECK(contains(text, "module vector_add\n"));
-  CHECK(contains(text, "kernel vector_add(A: tensor<float32, align 16>, B: tensor<float32, align "
-                       "16>, C: tensor<float32, align 16>, N: dim) threads=256 grid=(((N + 1023) "
-                       "// 1024), 1, 1) dynamic_smem=0 {\n"));
+  CHECK(contains(text, "kernel vector_add(%A: tensor<float32, align 16>, %B: tensor<float32, "
+                       "align 16>, %C: tensor<float32, align 16>, %N: dim align 1) threads=256 "
+                       "grid=(((%N + 1023) // 1024), none, none) dynamic_smem=0 {\n"));
   CHECK(contains(text, "  var v0: int64 = ((cast<int64>(blockIdx.x) * 1024) + "
                        "(cast<int64>(threadIdx.x) * 4))\n"));
-  CHECK(contains(text, "  if ((v0 + 4) <= N):\n    store C[v0] = (load<float32x4>(A[v0], align "
-                       "16) + load<float32x4>(B[v0], align 16)), align 16\n  else:\n"));
-  CHECK(contains(text, "    for v1: int64 in range(0, 4, 1) unroll:\n      var v2: int64 = (v0 + "
-                       "v1)\n      if (v2 < N):\n"));
+  CHECK(contains(text, "  if ((v0 + 4) <= %N) {\n    store %C[v0] = (load<float32x4>(%A[v0], "
+                       "align 16) + load<float32x4>(%B[v0], align 16)), align 16\n  } else {\n"));
+  CHECK(contains(text, "    for v1: int64 in range(0, 4, 1) unroll {\n      var v2: int64 = (v0 "
+                       "+ v1)\n      if (v2 < %N) {\n"));
 }
 
 TEST_CASE("thread IR builders reject misuse") {

@@ -1,0 +1,470 @@
+#include "threadir/ThreadIRVerifier.h"
+
+#include "threadir/ThreadIRNames.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <map>
+#include <set>
+#include <unordered_set>
+
+namespace tilec::thir {
+
+namespace {
+
+bool isComparison(BinOp op) { return op >= BinOp::Eq && op <= BinOp::Ge; }
+bool isMathOp(UnOp op) { return op >= UnOp::Exp; }
+bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
+bool isFloat8(DType t) { return t == DType::Float8E4M3 || t == DType::Float8E5M2; }
+
+bool isIdentifier(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
+    return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
+      return false;
+  return true;
+}
+
+const Type kInt32{DType::Int32, 1};
+const Type kInt64{DType::Int64, 1};
+const Type kBool{DType::Bool, 1};
+
+std::string ts(Type t) { return typeString(t); }
+
+class Verifier {
+public:
+  Verifier(DiagnosticEngine &diags, const Locator &locate) : diags_(diags), locate_(locate) {}
+
+  bool module(const Module &m) {
+    std::set<std::string> names;
+    for (const Kernel &k : m.kernels) {
+      k_ = &k;
+      if (!names.insert(k.name).second)
+        error(&k, fmt::format("two kernels named '{}'", k.name));
+      kernel(k);
+    }
+    return ok_;
+  }
+
+private:
+  void error(const void *where, std::string message) {
+    ok_ = false;
+    ++errors_;
+    SourceLoc loc = locate_ ? locate_(where) : SourceLoc{};
+    if (!loc.valid() && k_)
+      message = fmt::format("in kernel '{}': {}", k_->name, message);
+    diags_.error(loc, std::move(message));
+  }
+
+  const Param *param(const void *where, int index) {
+    if (index >= 0 && static_cast<size_t>(index) < k_->params.size())
+      return &k_->params[index];
+    error(where, fmt::format("parameter index {} out of range", index));
+    return nullptr;
+  }
+  const Param *tensor(const void *where, int index) {
+    const Param *p = param(where, index);
+    if (p && p->kind != ParamKind::Tensor) {
+      error(where, fmt::format("'{}' is not a tensor parameter", p->name));
+      return nullptr;
+    }
+    return p;
+  }
+  // An operand already reported is not reported again through the nodes and statements using it.
+  bool good(const Expr &e) const { return e && !bad_.count(e.get()); }
+
+  void requireType(const void *where, const Expr &e, Type t, std::string_view what) {
+    if (good(e) && !(e->type == t))
+      error(where, fmt::format("{} must be {}, not {}", what, ts(t), ts(e->type)));
+  }
+  void requireSharedMemory(const void *where) {
+    if (k_->dynamicSharedBytes <= 0)
+      error(where, "shared memory access in a kernel without dynamic shared memory");
+  }
+  // Shared accesses are naturally aligned, up to 16 bytes.
+  void requireSharedWidth(const void *where, Type t) {
+    if (!isPowerOfTwo(std::min(16, dtypeBytes(t.elem) * t.lanes)))
+      error(where, fmt::format("shared memory access of {} is not a power-of-two width", ts(t)));
+  }
+  void declare(const void *where, int id, Type t) {
+    if (id < 0)
+      error(where, fmt::format("negative variable id {}", id));
+    checkType(where, t);
+    auto [it, inserted] = vars_.emplace(id, t);
+    if (!inserted && !(it->second == t))
+      error(where,
+            fmt::format("v{} redeclared as {} (declared {} before)", id, ts(t), ts(it->second)));
+  }
+  void checkType(const void *where, Type t) {
+    if (t.lanes < 1 || t.lanes > kMaxLanes)
+      error(where, fmt::format("{} lanes (1 to {} allowed)", t.lanes, kMaxLanes));
+  }
+
+  // ---- Kernel ----------------------------------------------------------------------------
+  void kernel(const Kernel &k) {
+    vars_.clear();
+    checked_.clear();
+    bad_.clear();
+    if (!isIdentifier(k.name))
+      error(&k, fmt::format("kernel name '{}' is not an identifier", k.name));
+    else if (k.name == "vprintf" || k.name.rfind("tilec_", 0) == 0)
+      error(&k, fmt::format("kernel name '{}' is reserved", k.name));
+    std::set<std::string> params;
+    for (const Param &p : k.params) {
+      if (!isIdentifier(p.name))
+        error(&p, fmt::format("parameter name '{}' is not an identifier", p.name));
+      if (!params.insert(p.name).second)
+        error(&p, fmt::format("two parameters named '{}'", p.name));
+      if (p.kind == ParamKind::Tensor && !isPowerOfTwo(p.alignBytes))
+        error(&p, fmt::format("alignment {} is not a power of two", p.alignBytes));
+      if (p.kind == ParamKind::Dim && p.dtype != DType::Int64)
+        error(&p, fmt::format("a dimension parameter is int64, not {}", dtypeName(p.dtype)));
+    }
+    if (k.threads < 1 || k.threads > 1024)
+      error(&k, fmt::format("block size {} outside 1..1024", k.threads));
+    if (k.dynamicSharedBytes < 0)
+      error(&k, fmt::format("negative dynamic shared memory size {}", k.dynamicSharedBytes));
+    for (const Expr &g : k.grid)
+      if (g && hostExpr(g)) {
+        node(g);
+        requireType(g.get(), g, kInt64, "a grid expression");
+      }
+    body(k.body);
+  }
+
+  // Grid expressions are evaluated by the generated header on the host.
+  bool hostExpr(const Expr &e) {
+    if (!e)
+      return true;
+    const Node &n = *e;
+    bool ok = std::visit(
+        [&](const auto &op) {
+          using T = std::decay_t<decltype(op)>;
+          if constexpr (std::is_same_v<T, Binary>)
+            return op.op != BinOp::Pow && op.op < BinOp::BitAnd;
+          else if constexpr (std::is_same_v<T, ParamRef>)
+            return op.index < 0 || static_cast<size_t>(op.index) >= k_->params.size() ||
+                   (k_->params[op.index].kind != ParamKind::Tensor &&
+                    !isFloat(k_->params[op.index].dtype));
+          else
+            return std::is_same_v<T, ConstInt> || std::is_same_v<T, Select> ||
+                   std::is_same_v<T, Cast>;
+        },
+        n.op);
+    if (!ok || isFloat(n.type.elem) || n.type.lanes != 1) {
+      error(&n, "a grid expression may only use integer constants, integer scalar and dimension "
+                "parameters, + - * / // % min max comparisons and/or, select and casts");
+      return false;
+    }
+    bool operandsOk = true;
+    forEachOperand(n, [&](const Expr &c) { operandsOk = hostExpr(c) && operandsOk; });
+    return operandsOk;
+  }
+
+  // ---- Statements ------------------------------------------------------------------------
+  void body(const Body &b) {
+    for (const Stmt &s : b)
+      std::visit([&](const auto &op) { stmt(op, &s); }, s.op);
+  }
+
+  void stmt(const DeclVar &d, const Stmt *s) {
+    node(d.init);
+    declare(s, d.id, d.type);
+    if (good(d.init) && !(d.init->type == d.type))
+      error(s, fmt::format("v{} is declared {} but initialized with {}", d.id, ts(d.type),
+                           ts(d.init->type)));
+  }
+  void stmt(const AssignVar &a, const Stmt *s) {
+    node(a.value);
+    auto it = vars_.find(a.id);
+    if (it == vars_.end())
+      error(s, fmt::format("v{} assigned before its declaration", a.id));
+    else if (good(a.value) && !(a.value->type == it->second))
+      error(s, fmt::format("v{} is {} but assigned {}", a.id, ts(it->second), ts(a.value->type)));
+  }
+  void stmt(const GlobalStore &g, const Stmt *s) {
+    node(g.index);
+    node(g.value);
+    requireType(s, g.index, kInt64, "a global index");
+    if (!isPowerOfTwo(g.alignBytes))
+      error(s, fmt::format("alignment {} is not a power of two", g.alignBytes));
+    const Param *p = tensor(s, g.param);
+    if (p && good(g.value) && p->dtype != g.value->type.elem)
+      error(s, fmt::format("store of {} into {} tensor '{}'", ts(g.value->type),
+                           dtypeName(p->dtype), p->name));
+  }
+  void stmt(const GlobalAtomicAdd &a, const Stmt *s) {
+    node(a.index);
+    node(a.value);
+    requireType(s, a.index, kInt64, "a global index");
+    const Param *p = tensor(s, a.param);
+    if (!p || !good(a.value))
+      return;
+    if (p->dtype == DType::Bool || isFloat8(p->dtype))
+      error(s, fmt::format("atomic add on a {} tensor", dtypeName(p->dtype)));
+    else if (!(a.value->type == Type{p->dtype, 1}))
+      error(s, fmt::format("atomic add of {} into {} tensor '{}'", ts(a.value->type),
+                           dtypeName(p->dtype), p->name));
+  }
+  void stmt(const CpAsync &c, const Stmt *s) {
+    node(c.index);
+    node(c.byteOffset);
+    requireType(s, c.index, kInt64, "a global index");
+    requireType(s, c.byteOffset, kInt32, "a shared memory offset");
+    tensor(s, c.param);
+    requireSharedMemory(s);
+  }
+  void stmt(const CpAsyncCommit &, const Stmt *) {}
+  void stmt(const CpAsyncWait &w, const Stmt *s) {
+    if (w.pending < 0)
+      error(s, fmt::format("negative number of pending groups {}", w.pending));
+  }
+  void stmt(const Printf &p, const Stmt *) {
+    for (const Expr &a : p.args) {
+      node(a);
+      if (good(a) && (a->type.lanes != 1 || isFloat8(a->type.elem)))
+        error(a.get(),
+              fmt::format("printf argument of type {} (scalars, not float8)", ts(a->type)));
+    }
+  }
+  void stmt(const IfStmt &i, const Stmt *s) {
+    node(i.cond);
+    requireType(s, i.cond, kBool, "an if condition");
+    body(i.then);
+    body(i.otherwise);
+  }
+  void stmt(const ForStmt &f, const Stmt *s) {
+    node(f.begin);
+    node(f.end);
+    node(f.step);
+    if (!(f.varType == kInt32 || f.varType == kInt64))
+      error(s, fmt::format("loop variable of type {} (int32 or int64)", ts(f.varType)));
+    declare(s, f.var, f.varType);
+    requireType(s, f.begin, f.varType, "the loop start");
+    requireType(s, f.end, f.varType, "the loop end");
+    requireType(s, f.step, f.varType, "the loop step");
+    body(f.body);
+  }
+  void stmt(const Barrier &, const Stmt *) {}
+  void stmt(const FenceProxyAsync &, const Stmt *) {}
+  void stmt(const SharedStore &st, const Stmt *s) {
+    node(st.byteOffset);
+    node(st.value);
+    requireType(s, st.byteOffset, kInt32, "a shared memory offset");
+    requireSharedMemory(s);
+    if (good(st.value))
+      requireSharedWidth(s, st.value->type);
+  }
+
+  // ---- Expressions -----------------------------------------------------------------------
+  void node(const Expr &e) {
+    if (!e) {
+      error(nullptr, "missing operand");
+      return;
+    }
+    if (!checked_.insert(e.get()).second)
+      return;
+    bool operandsOk = true;
+    forEachOperand(*e, [&](const Expr &c) {
+      node(c);
+      operandsOk = operandsOk && good(c);
+    });
+    unsigned before = errors_;
+    checkType(e.get(), e->type);
+    if (operandsOk)
+      std::visit([&](const auto &op) { check(op, *e); }, e->op);
+    if (!operandsOk || errors_ != before)
+      bad_.insert(e.get());
+  }
+
+  void check(const ConstInt &, const Node &n) {
+    if (n.type.lanes != 1 || isFloat(n.type.elem))
+      error(&n, fmt::format("integer constant of type {}", ts(n.type)));
+  }
+  void check(const ConstFloat &, const Node &n) {
+    if (n.type.lanes != 1 || !isFloat(n.type.elem))
+      error(&n, fmt::format("float constant of type {}", ts(n.type)));
+  }
+  void check(const ParamRef &r, const Node &n) {
+    const Param *p = param(&n, r.index);
+    if (!p)
+      return;
+    if (p->kind == ParamKind::Tensor) {
+      error(&n, fmt::format("tensor parameter '{}' used as a value", p->name));
+      return;
+    }
+    Type t{p->kind == ParamKind::Dim ? DType::Int64 : p->dtype, 1};
+    if (!(n.type == t))
+      error(&n, fmt::format("parameter '{}' is {} but read as {}", p->name, ts(t), ts(n.type)));
+  }
+  void check(const SpecialReg &, const Node &n) {
+    if (!(n.type == kInt32))
+      error(&n, fmt::format("special register read as {}", ts(n.type)));
+  }
+  void check(const VarRef &v, const Node &n) {
+    auto it = vars_.find(v.id);
+    if (it == vars_.end())
+      error(&n, fmt::format("v{} used before its declaration", v.id));
+    else if (!(it->second == n.type))
+      error(&n, fmt::format("v{} is {} but read as {}", v.id, ts(it->second), ts(n.type)));
+  }
+  void check(const Unary &u, const Node &n) {
+    DType t = u.a->type.elem;
+    std::string_view name = names::unOp(u.op);
+    if (u.op == UnOp::Not && isFloat(t))
+      error(&n, fmt::format("'not' on {}", dtypeName(t)));
+    else if (t == DType::Bool && u.op != UnOp::Not)
+      error(&n, fmt::format("'{}' on bool", name));
+    else if (isMathOp(u.op) && !isFloat(t))
+      error(&n, fmt::format("'{}' on {}", name, dtypeName(t)));
+    else if (!(n.type == u.a->type))
+      error(&n, fmt::format("'{}' of {} typed {}", name, ts(u.a->type), ts(n.type)));
+  }
+  void check(const Binary &b, const Node &n) {
+    std::string_view name = names::binOpInfix(b.op);
+    if (name.empty())
+      name = names::binOpCall(b.op);
+    if (!(b.a->type == b.b->type)) {
+      error(&n, fmt::format("operands of '{}' differ in type: {} and {}", name, ts(b.a->type),
+                            ts(b.b->type)));
+      return;
+    }
+    DType t = b.a->type.elem;
+    bool logical = b.op == BinOp::And || b.op == BinOp::Or;
+    Type result = isComparison(b.op) ? Type{DType::Bool, b.a->type.lanes} : b.a->type;
+    if (logical && t != DType::Bool)
+      error(&n, fmt::format("'{}' on {} (bool only)", name, dtypeName(t)));
+    else if (!logical && !isComparison(b.op) && t == DType::Bool)
+      error(&n, fmt::format("'{}' on bool", name));
+    else if (b.op >= BinOp::BitAnd && !isInteger(t))
+      error(&n, fmt::format("'{}' on {} (integers only)", name, dtypeName(t)));
+    else if (!(n.type == result))
+      error(&n, fmt::format("'{}' of {} typed {}", name, ts(b.a->type), ts(n.type)));
+  }
+  void check(const Select &s, const Node &n) {
+    if (s.cond->type.elem != DType::Bool ||
+        (s.cond->type.lanes != 1 && s.cond->type.lanes != s.a->type.lanes))
+      error(&n, fmt::format("select condition of type {}", ts(s.cond->type)));
+    else if (!(s.a->type == s.b->type))
+      error(&n, fmt::format("select arms differ in type: {} and {}", ts(s.a->type), ts(s.b->type)));
+    else if (!(n.type == s.a->type))
+      error(&n, fmt::format("select of {} typed {}", ts(s.a->type), ts(n.type)));
+  }
+  void check(const Cast &c, const Node &n) {
+    if (c.a->type.lanes != n.type.lanes)
+      error(&n,
+            fmt::format("cast from {} to {} changes the lane count", ts(c.a->type), ts(n.type)));
+  }
+  void check(const Broadcast &b, const Node &n) {
+    if (b.a->type.lanes != 1 || b.a->type.elem != n.type.elem || n.type.lanes < 2)
+      error(&n, fmt::format("broadcast of {} to {}", ts(b.a->type), ts(n.type)));
+  }
+  void check(const GlobalLoad &l, const Node &n) {
+    requireType(&n, l.index, kInt64, "a global index");
+    if (!isPowerOfTwo(l.alignBytes))
+      error(&n, fmt::format("alignment {} is not a power of two", l.alignBytes));
+    const Param *p = tensor(&n, l.param);
+    if (p && p->dtype != n.type.elem)
+      error(&n, fmt::format("load of {} from {} tensor '{}'", ts(n.type), dtypeName(p->dtype),
+                            p->name));
+  }
+  void check(const ExtractLane &e, const Node &n) {
+    if (e.lane < 0 || e.lane >= e.vec->type.lanes || e.vec->type.lanes < 2)
+      error(&n, fmt::format("lane {} of {}", e.lane, ts(e.vec->type)));
+    else if (!(n.type == Type{e.vec->type.elem, 1}))
+      error(&n, fmt::format("lane of {} typed {}", ts(e.vec->type), ts(n.type)));
+  }
+  void check(const MakeVector &m, const Node &n) {
+    Type elem{n.type.elem, 1};
+    if (m.elems.size() != static_cast<size_t>(n.type.lanes) || n.type.lanes < 2)
+      error(&n, fmt::format("vector<{}> of {} elements", ts(n.type), m.elems.size()));
+    for (const Expr &e : m.elems)
+      if (!(e->type == elem)) {
+        error(&n, fmt::format("vector<{}> element of type {}", ts(n.type), ts(e->type)));
+        break;
+      }
+  }
+  void check(const ShflXor &s, const Node &n) {
+    if (s.value->type.lanes != 1 || dtypeBits(s.value->type.elem) != 32)
+      error(&n, fmt::format("shfl_xor of {} (32-bit scalars only)", ts(s.value->type)));
+    else if (s.laneMask < 0 || s.laneMask > 31)
+      error(&n, fmt::format("shfl_xor lane mask {} outside 0..31", s.laneMask));
+    else if (!(n.type == s.value->type))
+      error(&n, fmt::format("shfl_xor of {} typed {}", ts(s.value->type), ts(n.type)));
+  }
+  void check(const SharedLoad &l, const Node &n) {
+    requireType(&n, l.byteOffset, kInt32, "a shared memory offset");
+    requireSharedMemory(&n);
+    requireSharedWidth(&n, n.type);
+  }
+  void check(const LdMatrix &l, const Node &n) {
+    requireType(&n, l.byteOffset, kInt32, "a shared memory offset");
+    requireSharedMemory(&n);
+    if (l.num != 1 && l.num != 2 && l.num != 4)
+      error(&n, fmt::format("ldmatrix of {} matrices (1, 2 or 4)", l.num));
+    else if (!(n.type == Type{DType::Int32, l.num}))
+      error(&n, fmt::format("ldmatrix.x{} typed {}", l.num, ts(n.type)));
+  }
+  void check(const MmaSync &m, const Node &n) {
+    requireType(&n, m.a, {DType::Int32, 4}, "mma operand A");
+    requireType(&n, m.b, {DType::Int32, 2}, "mma operand B");
+    requireType(&n, m.c, {DType::Float32, 4}, "mma operand C");
+    if (!(n.type == Type{DType::Float32, 4}))
+      error(&n, fmt::format("mma typed {}", ts(n.type)));
+    if (m.inputType != DType::Float16 && m.inputType != DType::BFloat16)
+      error(&n, fmt::format("mma on {} (float16 or bfloat16)", dtypeName(m.inputType)));
+  }
+  void check(const Bitcast &b, const Node &n) {
+    if (b.a->type.elem == DType::Bool || n.type.elem == DType::Bool)
+      error(&n, "bitcast of or to bool");
+    else if (dtypeBits(b.a->type.elem) * b.a->type.lanes != dtypeBits(n.type.elem) * n.type.lanes)
+      error(&n, fmt::format("bitcast from {} to {} changes the width", ts(b.a->type), ts(n.type)));
+  }
+  void check(const SharedAddress &a, const Node &n) {
+    requireType(&n, a.byteOffset, kInt32, "a shared memory offset");
+    requireSharedMemory(&n);
+    if (!(n.type == kInt32))
+      error(&n, fmt::format("shared address typed {}", ts(n.type)));
+  }
+  void check(const Wgmma &w, const Node &n) {
+    if (w.acc->type.elem != DType::Float32)
+      error(&n, fmt::format("wgmma accumulator of type {} (float32)", ts(w.acc->type)));
+    if (w.n < 8 || w.n > 256 || w.n % 8 != 0)
+      error(&n, fmt::format("wgmma n = {} (a multiple of 8 in 8..256)", w.n));
+    if (w.inputType != DType::Float16 && w.inputType != DType::BFloat16)
+      error(&n, fmt::format("wgmma on {} (float16 or bfloat16)", dtypeName(w.inputType)));
+    if (w.aInRegisters && w.aMnMajor)
+      error(&n, "wgmma with A in registers cannot be MN-major");
+    if (w.instrs.empty())
+      error(&n, "wgmma without instructions");
+    if (!(n.type == w.acc->type))
+      error(&n, fmt::format("wgmma on {} typed {}", ts(w.acc->type), ts(n.type)));
+    Type aType = w.aInRegisters ? Type{DType::Int32, 4} : kInt64;
+    for (const WgmmaInstr &i : w.instrs) {
+      requireType(&n, i.a, aType, "wgmma operand A");
+      requireType(&n, i.bDesc, kInt64, "a wgmma B descriptor");
+      if (i.accFirst < 0 || i.accFirst + w.n / 2 > w.acc->type.lanes)
+        error(&n, fmt::format("wgmma accumulators [{}, {}) outside the {} lanes", i.accFirst,
+                              i.accFirst + w.n / 2, w.acc->type.lanes));
+    }
+  }
+
+  DiagnosticEngine &diags_;
+  const Locator &locate_;
+  const Kernel *k_ = nullptr;
+  bool ok_ = true;
+  unsigned errors_ = 0;
+  std::map<int, Type> vars_; // declared so far, in text order
+  std::unordered_set<const Node *> checked_;
+  std::unordered_set<const Node *> bad_; // reported, directly or through an operand
+};
+
+} // namespace
+
+bool verify(const Module &m, DiagnosticEngine &diags, const Locator &locate) {
+  return Verifier(diags, locate).module(m);
+}
+
+} // namespace tilec::thir
