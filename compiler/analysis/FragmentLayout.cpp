@@ -474,7 +474,7 @@ private:
               [](const tile::Store &) {},
               [](const tile::Fill &) {},
               [](const tile::Cumsum &) {},
-              [](const tile::AtomicAdd &) {},
+              [](const tile::Atomic &) {},
               [](const tile::Print &) {},
               [](const tile::UseSwizzle &) {},
               [](const tile::AnnotateLayout &) {},
@@ -520,7 +520,7 @@ private:
     // element.
     std::vector<tile::BufferPtr> bufs =
         tile::buffersIn(f.body, [](const tile::Stmt &s, const tile::BufferUse &) {
-          return !std::holds_alternative<tile::AtomicAdd>(s.op);
+          return !std::holds_alternative<tile::Atomic>(s.op);
         });
     int anchor = -1;
     std::vector<DType> globals;

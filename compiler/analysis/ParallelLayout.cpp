@@ -60,8 +60,9 @@ private:
     } else if (auto *st = std::get_if<tile::Store>(&s.op)) {
       access(st->buffer, st->indices);
       expr(st->value, true);
-    } else if (std::holds_alternative<tile::AtomicAdd>(s.op)) {
-      limit(1, "atomic_add adds one element at a time");
+    } else if (auto *a = std::get_if<tile::Atomic>(&s.op)) {
+      limit(1, fmt::format("atomic_{} {} one element at a time", atomicOpName(a->op),
+                           a->op == AtomicOp::Add ? "adds" : "updates"));
     } else {
       // Control flow and nested loops inside the element body run one element at a time.
       limit(1, "the loop body has control flow");

@@ -351,14 +351,21 @@ private:
     b_.CreateCall(vprintf, {b_.CreateAddrSpaceCast(format, ptr), args});
   }
 
-  void stmt(const thir::GlobalAtomicAdd &s) {
+  static llvm::AtomicRMWInst::BinOp atomicRMW(AtomicOp op, DType t) {
+    switch (op) {
+    case AtomicOp::Add:
+      return isFloat(t) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
+    }
+    throw std::logic_error("codegen: an atomic operation without an instruction");
+  }
+
+  void stmt(const thir::GlobalAtomic &s) {
     const thir::Param &p = paramAt(s.param);
     if (p.kind != thir::ParamKind::Tensor || !(s.value->type == thir::Type{p.dtype, 1}) ||
         p.dtype == DType::Bool)
-      bug(fmt::format("atomic add of {} into parameter '{}'", thir::typeString(s.value->type),
-                      p.name));
-    auto op = isFloat(p.dtype) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
-    b_.CreateAtomicRMW(op, address(s.param, s.index), expr(s.value),
+      bug(fmt::format("atomic {} of {} into parameter '{}'", atomicOpName(s.op),
+                      thir::typeString(s.value->type), p.name));
+    b_.CreateAtomicRMW(atomicRMW(s.op, p.dtype), address(s.param, s.index), expr(s.value),
                        llvm::Align(dtypeBytes(p.dtype)), llvm::AtomicOrdering::Monotonic);
   }
 

@@ -349,7 +349,7 @@ void KernelLowering::lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneC
                  [&](const tile::Reduce &r) { lowerReduce(s, r, out); },
                  [&](const tile::Gemm &g) { lowerGemm(s, g, out); },
                  [&](const tile::UseSwizzle &u) { lowerUseSwizzle(s, u, out); },
-                 [&](const tile::AtomicAdd &a) { lowerAtomicAdd(s, a, out); },
+                 [&](const tile::Atomic &a) { lowerAtomic(s, a, out); },
                  [&](const tile::Cumsum &c) { lowerCumsum(s, c, out); },
                  [&](const tile::Print &p) { lowerPrint(s, p, out, lc); },
                  // Every shared tile of 128-byte lines is swizzled already.

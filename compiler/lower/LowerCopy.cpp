@@ -90,7 +90,7 @@ thir::Expr KernelLowering::tileInBoundsAndAligned(const tile::Region &glob, int 
 }
 
 void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, const TileEnd &chip,
-                                bool toGlobal, thir::Body &out, bool atomicAdd) {
+                                bool toGlobal, thir::Body &out, std::optional<AtomicOp> atomic) {
   const FragmentLayout &l = *chip.layout;
   // Synthetic variables walk the tile's elements; the global indices follow the region.
   std::vector<tile::VarPtr> walker;
@@ -131,8 +131,8 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
       return;
     }
     thir::Expr value = thir::cast(chip.read(c, lane), Type{gt});
-    thir::Stmt st = atomicAdd ? thir::Stmt{thir::GlobalAtomicAdd{gparam, off, value}}
-                              : thir::Stmt{thir::GlobalStore{gparam, off, value, gbytes}};
+    thir::Stmt st = atomic ? thir::Stmt{thir::GlobalAtomic{gparam, off, value, *atomic}}
+                           : thir::Stmt{thir::GlobalStore{gparam, off, value, gbytes}};
     if (always) {
       body.push_back(std::move(st));
       return;
@@ -144,7 +144,7 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
   };
   bool lastMoves = !glob.dims.back().dropped;
   int64_t v = l.vector;
-  bool vectorPath = v > 1 && lastMoves && vectorizable(static_cast<int>(v), gt) && !atomicAdd;
+  bool vectorPath = v > 1 && lastMoves && vectorizable(static_cast<int>(v), gt) && !atomic;
   // `tileOk`: the whole tile is known in bounds and 16-byte aligned, so no chunk checks
   // anything (the common case; per-chunk checks cost registers that fragments need).
   auto emitChunks = [&](thir::Body &out, bool tileOk) {
@@ -262,19 +262,18 @@ thir::Expr KernelLowering::soleWriter(const FragmentLayout &l, int64_t slot, thi
   }
 }
 
-void KernelLowering::lowerAtomicAdd(const tile::Stmt &s, const tile::AtomicAdd &a,
-                                    thir::Body &out) {
+void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thir::Body &out) {
   const tile::BufferPtr &dst = a.dst.buffer;
   if (dst->scope != tile::Scope::Global) {
-    unsupported(s.loc, fmt::format("atomic_add into {} buffer '{}'", tile::scopeName(dst->scope),
-                                   dst->name));
+    unsupported(s.loc, fmt::format("atomic_{} into {} buffer '{}'", atomicOpName(a.op),
+                                   tile::scopeName(dst->scope), dst->name));
     return;
   }
-  // Bools do not add, and codegen has no float8 arithmetic.
+  // Bools have no arithmetic, and codegen has no float8 arithmetic.
   if (dst->dtype == DType::Bool || dst->dtype == DType::Float8E4M3 ||
       dst->dtype == DType::Float8E5M2) {
-    unsupported(s.loc,
-                fmt::format("atomic_add into {} tensor '{}'", dtypeName(dst->dtype), dst->name));
+    unsupported(s.loc, fmt::format("atomic_{} into {} tensor '{}'", atomicOpName(a.op),
+                                   dtypeName(dst->dtype), dst->name));
     return;
   }
   if (!a.src && inParallel_) {
@@ -285,7 +284,7 @@ void KernelLowering::lowerAtomicAdd(const tile::Stmt &s, const tile::AtomicAdd &
     thir::Expr ok = inBounds({dst, a.indices}, {}, 0);
     if (!v || !off || !ok)
       return;
-    thir::Stmt add{thir::GlobalAtomicAdd{dst->paramIndex, off, thir::cast(v, Type{dst->dtype})}};
+    thir::Stmt add{thir::GlobalAtomic{dst->paramIndex, off, thir::cast(v, Type{dst->dtype}), a.op}};
     thir::Expr cond = element_ ? soleWriter(*element_->layout, element_->slot,
                                             thir::special(thir::Special::ThreadIdxX))
                                : nullptr;
@@ -313,19 +312,20 @@ void KernelLowering::lowerAtomicAdd(const tile::Stmt &s, const tile::AtomicAdd &
     thir::IfStmt once;
     once.cond = thir::binary(thir::BinOp::And, first, ok);
     once.then.push_back(
-        {thir::GlobalAtomicAdd{dst->paramIndex, off, thir::cast(v, Type{dst->dtype})}});
+        {thir::GlobalAtomic{dst->paramIndex, off, thir::cast(v, Type{dst->dtype}), a.op}});
     out.push_back({std::move(once)});
     return;
   }
   const tile::Region &src = *a.src;
   if (!fullBuffer(src) || (!isOnChip(src.buffer) && src.buffer->scope != tile::Scope::Shared)) {
-    unsupported(s.loc, fmt::format("atomic_add from {} '{}' (a whole fragment or shared buffer is "
+    unsupported(s.loc, fmt::format("atomic_{} from {} '{}' (a whole fragment or shared buffer is "
                                    "supported)",
-                                   tile::scopeName(src.buffer->scope), src.buffer->name));
+                                   atomicOpName(a.op), tile::scopeName(src.buffer->scope),
+                                   src.buffer->name));
     return;
   }
   if (isOnChip(src.buffer)) {
-    copyGlobal(s, a.dst, fragmentEnd(src.buffer), /*toGlobal=*/true, out, /*atomicAdd=*/true);
+    copyGlobal(s, a.dst, fragmentEnd(src.buffer), /*toGlobal=*/true, out, a.op);
     return;
   }
   FragmentLayout walk;
@@ -333,7 +333,7 @@ void KernelLowering::lowerAtomicAdd(const tile::Stmt &s, const tile::AtomicAdd &
   walk.shape = constShape(src.buffer);
   walk.threads = k_.threads;
   beforeSharedRead(out);
-  copyGlobal(s, a.dst, sharedEnd(src.buffer, walk), /*toGlobal=*/true, out, /*atomicAdd=*/true);
+  copyGlobal(s, a.dst, sharedEnd(src.buffer, walk), /*toGlobal=*/true, out, a.op);
   smemRead_ = true;
 }
 

@@ -252,11 +252,11 @@ private:
   TileEnd fragmentEnd(const tile::BufferPtr &b);
   TileEnd sharedEnd(const tile::BufferPtr &b, const analysis::FragmentLayout &walk);
   /// Copies between a global region and an on-chip tile, with 16-byte accesses when a chunk is
-  /// in bounds and aligned, and masked element accesses otherwise. `atomicAdd` (toGlobal only)
-  /// adds each element to the global one atomically instead of storing it.
+  /// in bounds and aligned, and masked element accesses otherwise. `atomic` (toGlobal only)
+  /// updates each global element by that operation atomically instead of storing it.
   void copyGlobal(const tile::Stmt &s, const tile::Region &glob, const TileEnd &chip, bool toGlobal,
-                  thir::Body &out, bool atomicAdd = false);
-  void lowerAtomicAdd(const tile::Stmt &s, const tile::AtomicAdd &a, thir::Body &out);
+                  thir::Body &out, std::optional<AtomicOp> atomic = std::nullopt);
+  void lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thir::Body &out);
   /// For layouts that give an element to several threads: the condition that `tid` is the one
   /// that writes the element at `slot` to memory. Null when every element has one holder.
   thir::Expr soleWriter(const analysis::FragmentLayout &l, int64_t slot, thir::Expr tid);

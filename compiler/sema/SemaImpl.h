@@ -153,7 +153,7 @@ public:
                      LocalScope &scope, tile::Body &out);
   void analyzeCumsum(const std::string &name, const ast::Expr &e, const ast::Call &c,
                      LocalScope &scope, tile::Body &out);
-  void analyzeAtomicAdd(const std::string &name, const ast::Expr &e, const ast::Call &c,
+  void analyzeAtomic(const std::string &name, const ast::Expr &e, const ast::Call &c,
                         LocalScope &scope, tile::Body &out);
   void analyzeUseSwizzle(const std::string &name, const ast::Expr &e, const ast::Call &c,
                          LocalScope &scope, tile::Body &out);

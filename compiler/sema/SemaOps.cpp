@@ -179,7 +179,7 @@ bool insideParallel(const LocalScope &scope) {
 } // namespace
 
 const std::vector<TileOpInfo> &tileOps() {
-  // print and the element form of atomic_add act on one element, so a Parallel loop's
+  // print and the element form of the atomics act on one element, so a Parallel loop's
   // iterations can each run them.
   static const std::vector<TileOpInfo> ops = {
       {"copy", &Sema::analyzeCopy},
@@ -192,7 +192,7 @@ const std::vector<TileOpInfo> &tileOps() {
       {"reduce_absmax", &Sema::analyzeReduce},
       {"reduce_abssum", &Sema::analyzeReduce},
       {"cumsum", &Sema::analyzeCumsum},
-      {"atomic_add", &Sema::analyzeAtomicAdd, true},
+      {"atomic_add", &Sema::analyzeAtomic, true},
       {"use_swizzle", &Sema::analyzeUseSwizzle},
       {"annotate_layout", &Sema::analyzeAnnotateLayout},
       {"print", &Sema::analyzePrint, true},
@@ -495,13 +495,15 @@ void Sema::analyzeCumsum(const std::string &name, const ast::Expr &e, const ast:
                                    static_cast<int>(dim < 0 ? dim + rank : dim), *rev}});
 }
 
-void Sema::analyzeAtomicAdd(const std::string &name, const ast::Expr &e, const ast::Call &c,
-                            LocalScope &scope, tile::Body &out) {
+void Sema::analyzeAtomic(const std::string &name, const ast::Expr &e, const ast::Call &c,
+                         LocalScope &scope, tile::Body &out) {
   SourceLoc loc = e.loc();
   auto args = bindArgs(diags_, name, e, c, {"dst", "value"}, 2);
   if (!args)
     return;
-  tile::AtomicAdd op;
+  tile::Atomic op;
+  // The table registers this member under "atomic_" + each AtomicOp's name.
+  op.op = *atomicOpByName(std::string_view(name).substr(std::string_view("atomic_").size()));
   auto *sub = std::get_if<ast::Subscript>(&args->get(0)->node);
   bool elementForm = sub != nullptr;
   if (sub)
@@ -520,8 +522,9 @@ void Sema::analyzeAtomicAdd(const std::string &name, const ast::Expr &e, const a
   }
   bool valueIsScalar = valueVal && std::holds_alternative<ExprVal>(*valueVal);
   if (insideParallel(scope) && !(elementForm && valueIsScalar)) {
-    diags_.error(loc, "atomic_add inside a Parallel loop adds one element per iteration: "
-                      "atomic_add(C[i, j], value)");
+    diags_.error(loc, fmt::format("{} inside a Parallel loop {} one element per iteration: "
+                                  "{}(C[i, j], value)",
+                                  name, op.op == AtomicOp::Add ? "adds" : "updates", name));
     return;
   }
   if (elementForm && valueIsScalar) {
@@ -545,13 +548,13 @@ void Sema::analyzeAtomicAdd(const std::string &name, const ast::Expr &e, const a
     auto dst = evalRegion(*args->get(0), scope, ca);
     auto src = evalRegion(*args->get(1), scope, cb);
     if (!dst || !src || !completeRegions(*dst, ca, *src, cb, loc) ||
-        !checkSameShape(*src, *dst, loc, "atomic_add"))
+        !checkSameShape(*src, *dst, loc, name.c_str()))
       return;
     op.dst = std::move(*dst);
     op.src = std::move(*src);
   }
   if (op.dst.buffer->scope != tile::Scope::Global && op.dst.buffer->scope != tile::Scope::Shared) {
-    diags_.error(args->get(0)->loc(), "atomic_add writes to a global or shared buffer");
+    diags_.error(args->get(0)->loc(), fmt::format("{} writes to a global or shared buffer", name));
     return;
   }
   out.push_back({loc, std::move(op)});

@@ -6,6 +6,7 @@
 // LLVM's mem2reg promotes to registers.
 #pragma once
 
+#include "support/AtomicOp.h"
 #include "support/DType.h"
 
 #include <array>
@@ -204,12 +205,13 @@ struct GlobalStore {
   Expr value;
   int alignBytes;
 };
-/// Adds `value` (scalar) to element `index` of global tensor parameter `param` atomically
-/// (relaxed, device scope).
-struct GlobalAtomicAdd {
+/// Updates element `index` of global tensor parameter `param` with `value` (scalar) by `op`
+/// atomically (relaxed, device scope): `x = x + value` for AtomicOp::Add.
+struct GlobalAtomic {
   int param;
   Expr index;
   Expr value;
+  AtomicOp op = AtomicOp::Add;
 };
 /// `cp.async.cg.shared.global [smem], [global], 16`: starts copying 16 bytes of global tensor
 /// `param` from element `index` (16-byte aligned) to dynamic shared memory at `byteOffset`
@@ -259,7 +261,7 @@ struct SharedStore {
 
 struct Stmt {
   std::variant<DeclVar, AssignVar, GlobalStore, IfStmt, ForStmt, Barrier, SharedStore,
-               FenceProxyAsync, GlobalAtomicAdd, Printf, CpAsync, CpAsyncCommit, CpAsyncWait>
+               FenceProxyAsync, GlobalAtomic, Printf, CpAsync, CpAsyncCommit, CpAsyncWait>
       op;
 };
 

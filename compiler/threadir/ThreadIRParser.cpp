@@ -358,13 +358,19 @@ private:
       endOfStatement();
       return {GlobalStore{param, index, value, align}};
     }
-    if (word == "atomic_add") {
+    if (auto op = word.rfind("atomic_", 0) == 0 ? atomicOpByName(word.substr(7)) : std::nullopt) {
       advance();
       auto [param, index] = element();
-      expectPunct("+=");
+      // `+=` for add, `max=` (a name, then `=`) for the others.
+      if (*op == AtomicOp::Add) {
+        expectPunct("+=");
+      } else {
+        expectIdent(atomicOpName(*op));
+        expectPunct("=");
+      }
       Expr value = expr();
       endOfStatement();
-      return {GlobalAtomicAdd{param, index, value}};
+      return {GlobalAtomic{param, index, value, *op}};
     }
     if (word == "cp.async") {
       advance();

@@ -208,10 +208,10 @@ private:
     line(depth, fmt::format("store {}[{}] = {}, align {}", param(s.param), expr(s.index),
                             expr(s.value), s.alignBytes));
   }
-  void stmt(const GlobalAtomicAdd &s, int depth) {
+  void stmt(const GlobalAtomic &s, int depth) {
     bindShared({s.index, s.value}, depth);
-    line(depth,
-         fmt::format("atomic_add {}[{}] += {}", param(s.param), expr(s.index), expr(s.value)));
+    line(depth, fmt::format("atomic_{} {}[{}] {} {}", atomicOpName(s.op), param(s.param),
+                            expr(s.index), atomicOpUpdate(s.op), expr(s.value)));
   }
   void stmt(const CpAsync &c, int depth) {
     bindShared({c.index, c.byteOffset}, depth);

@@ -195,7 +195,7 @@ private:
       error(s, fmt::format("store of {} into {} tensor '{}'", ts(g.value->type),
                            dtypeName(p->dtype), p->name));
   }
-  void stmt(const GlobalAtomicAdd &a, const Stmt *s) {
+  void stmt(const GlobalAtomic &a, const Stmt *s) {
     node(a.index);
     node(a.value);
     requireType(s, a.index, kInt64, "a global index");
@@ -203,10 +203,10 @@ private:
     if (!p || !good(a.value))
       return;
     if (p->dtype == DType::Bool || isFloat8(p->dtype))
-      error(s, fmt::format("atomic add on a {} tensor", dtypeName(p->dtype)));
+      error(s, fmt::format("atomic {} on a {} tensor", atomicOpName(a.op), dtypeName(p->dtype)));
     else if (!(a.value->type == Type{p->dtype, 1}))
-      error(s, fmt::format("atomic add of {} into {} tensor '{}'", ts(a.value->type),
-                           dtypeName(p->dtype), p->name));
+      error(s, fmt::format("atomic {} of {} into {} tensor '{}'", atomicOpName(a.op),
+                           ts(a.value->type), dtypeName(p->dtype), p->name));
   }
   void stmt(const CpAsync &c, const Stmt *s) {
     node(c.index);

@@ -384,8 +384,8 @@ std::optional<AffineForm> toAffine(const Expr &e) {
       }
     }
   }
-  if (auto *c = std::get_if<Cast>(&e->op); c && !isFloat(c->a->dtype) && dtypeBits(e->dtype) >=
-                                                                             dtypeBits(c->a->dtype))
+  if (auto *c = std::get_if<Cast>(&e->op);
+      c && !isFloat(c->a->dtype) && dtypeBits(e->dtype) >= dtypeBits(c->a->dtype))
     return toAffine(c->a);
   f.terms.emplace(print(e), std::make_pair(int64_t{1}, e));
   return f;

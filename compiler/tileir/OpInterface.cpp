@@ -52,7 +52,7 @@ Operands operandsOf(const Stmt &s) {
                    addRegion(o, op.src, Access::Read);
                    addRegion(o, op.dst, Access::Write);
                  },
-                 [&](const AtomicAdd &op) {
+                 [&](const Atomic &op) {
                    if (op.src)
                      addRegion(o, *op.src, Access::Read);
                    addRegion(o, op.dst, Access::ReadWrite);
@@ -87,21 +87,21 @@ Operands operandsOf(const Stmt &s) {
   return o;
 }
 
-std::string_view opName(const Stmt &s) {
+std::string opName(const Stmt &s) {
   return std::visit(Overloaded{
-                        [](const Let &) { return "let"; },
-                        [](const Store &) { return "store"; },
-                        [](const Copy &) { return "copy"; },
-                        [](const Fill &) { return "fill"; },
-                        [](const Gemm &) { return "gemm"; },
-                        [](const Reduce &) { return "reduce"; },
-                        [](const Cumsum &) { return "cumsum"; },
-                        [](const AtomicAdd &) { return "atomic_add"; },
-                        [](const For &) { return "for"; },
-                        [](const If &) { return "if"; },
-                        [](const UseSwizzle &) { return "use_swizzle"; },
-                        [](const AnnotateLayout &) { return "annotate_layout"; },
-                        [](const Print &) { return "print"; },
+                        [](const Let &) { return std::string("let"); },
+                        [](const Store &) { return std::string("store"); },
+                        [](const Copy &) { return std::string("copy"); },
+                        [](const Fill &) { return std::string("fill"); },
+                        [](const Gemm &) { return std::string("gemm"); },
+                        [](const Reduce &) { return std::string("reduce"); },
+                        [](const Cumsum &) { return std::string("cumsum"); },
+                        [](const Atomic &a) { return "atomic_" + std::string(atomicOpName(a.op)); },
+                        [](const For &) { return std::string("for"); },
+                        [](const If &) { return std::string("if"); },
+                        [](const UseSwizzle &) { return std::string("use_swizzle"); },
+                        [](const AnnotateLayout &) { return std::string("annotate_layout"); },
+                        [](const Print &) { return std::string("print"); },
                     },
                     s.op);
 }

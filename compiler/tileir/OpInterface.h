@@ -48,8 +48,9 @@ struct Operands {
 /// The operands of `s` as its kind defines them (not those of its nested bodies).
 Operands operandsOf(const Stmt &s);
 
-/// The name of a statement's kind as the language spells it ("copy", "gemm", "for", ...).
-std::string_view opName(const Stmt &s);
+/// The name of a statement's kind as the language spells it ("copy", "gemm", "atomic_add",
+/// "for", ...).
+std::string opName(const Stmt &s);
 
 enum class WalkOrder { NodeFirst, OperandsFirst };
 /// Calls `f` on every node of `e` (null allowed), each node before or after its operands; a

@@ -146,13 +146,14 @@ public:
           } else if constexpr (std::is_same_v<T, Cumsum>) {
             line(ind, fmt::format("cumsum {} -> {} dim={}{}", printRegion(op.src),
                                   printRegion(op.dst), op.dim, op.reverse ? " reverse" : ""));
-          } else if constexpr (std::is_same_v<T, AtomicAdd>) {
+          } else if constexpr (std::is_same_v<T, Atomic>) {
             if (op.src)
-              line(ind,
-                   fmt::format("atomic_add {} += {}", printRegion(op.dst), printRegion(*op.src)));
+              line(ind, fmt::format("atomic_{} {} {} {}", atomicOpName(op.op), printRegion(op.dst),
+                                    atomicOpUpdate(op.op), printRegion(*op.src)));
             else
-              line(ind, fmt::format("atomic_add {}[{}] += {}", op.dst.buffer->name,
-                                    printList(op.indices), print(op.value)));
+              line(ind,
+                   fmt::format("atomic_{} {}[{}] {} {}", atomicOpName(op.op), op.dst.buffer->name,
+                               printList(op.indices), atomicOpUpdate(op.op), print(op.value)));
           } else if constexpr (std::is_same_v<T, For>) {
             static constexpr const char *k[] = {"parallel", "serial", "unroll", "pipelined"};
             std::string vars;

@@ -3,6 +3,7 @@
 // analysis decides layouts on it; lowering turns it into thread IR.
 #pragma once
 
+#include "support/AtomicOp.h"
 #include "support/DType.h"
 #include "support/Diagnostics.h"
 
@@ -174,7 +175,9 @@ struct Cumsum {
   int dim;
   bool reverse;
 };
-struct AtomicAdd {
+/// atomic_add, atomic_...: `dst op= value` element by element, atomically.
+struct Atomic {
+  AtomicOp op = AtomicOp::Add;
   Region dst;
   Expr value;                // scalar value (element form) ...
   std::optional<Region> src; // ... or a whole region added elementwise
@@ -211,7 +214,7 @@ struct Print {
 
 struct Stmt {
   SourceLoc loc;
-  std::variant<Let, Store, Copy, Fill, Gemm, Reduce, Cumsum, AtomicAdd, For, If, UseSwizzle,
+  std::variant<Let, Store, Copy, Fill, Gemm, Reduce, Cumsum, Atomic, For, If, UseSwizzle,
                AnnotateLayout, Print>
       op;
 };

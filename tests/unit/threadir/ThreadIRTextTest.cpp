@@ -85,7 +85,7 @@ Module everything() {
       stmt(AssignVar{3, wg}),
       stmt(AssignVar{3, wgRs}),
   };
-  Body then = {stmt(GlobalAtomicAdd{1, idx, unary(UnOp::Exp, x)}),
+  Body then = {stmt(GlobalAtomic{1, idx, unary(UnOp::Exp, x)}),
                stmt(Printf{"tid %d \"x\"=%f\n\t\x01\xff", {tid, x}})};
   Body otherwise = {stmt(SharedStore{constInt(64, DType::Int32), mma})};
   k.body = {
