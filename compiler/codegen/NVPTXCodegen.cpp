@@ -355,6 +355,16 @@ private:
     switch (op) {
     case AtomicOp::Add:
       return isFloat(t) ? llvm::AtomicRMWInst::FAdd : llvm::AtomicRMWInst::Add;
+    // Floats as fmax/fmin (a NaN operand loses to a number); where the GPU has no such atom,
+    // LLVM expands it to a compare-and-swap loop.
+    case AtomicOp::Max:
+      return isFloat(t)    ? llvm::AtomicRMWInst::FMax
+             : isSigned(t) ? llvm::AtomicRMWInst::Max
+                           : llvm::AtomicRMWInst::UMax;
+    case AtomicOp::Min:
+      return isFloat(t)    ? llvm::AtomicRMWInst::FMin
+             : isSigned(t) ? llvm::AtomicRMWInst::Min
+                           : llvm::AtomicRMWInst::UMin;
     }
     throw std::logic_error("codegen: an atomic operation without an instruction");
   }

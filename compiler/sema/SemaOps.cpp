@@ -193,6 +193,8 @@ const std::vector<TileOpInfo> &tileOps() {
       {"reduce_abssum", &Sema::analyzeReduce},
       {"cumsum", &Sema::analyzeCumsum},
       {"atomic_add", &Sema::analyzeAtomic, true},
+      {"atomic_max", &Sema::analyzeAtomic, true},
+      {"atomic_min", &Sema::analyzeAtomic, true},
       {"use_swizzle", &Sema::analyzeUseSwizzle},
       {"annotate_layout", &Sema::analyzeAnnotateLayout},
       {"print", &Sema::analyzePrint, true},

@@ -9,15 +9,19 @@
 
 namespace tilec {
 
-enum class AtomicOp { Add };
+enum class AtomicOp { Add, Max, Min };
 
-inline constexpr AtomicOp kAtomicOps[] = {AtomicOp::Add};
+inline constexpr AtomicOp kAtomicOps[] = {AtomicOp::Add, AtomicOp::Max, AtomicOp::Min};
 
 /// The operation as the language spells it after `atomic_`: "add".
 constexpr std::string_view atomicOpName(AtomicOp op) {
   switch (op) {
   case AtomicOp::Add:
     return "add";
+  case AtomicOp::Max:
+    return "max";
+  case AtomicOp::Min:
+    return "min";
   }
   return "?";
 }
