@@ -2,6 +2,7 @@
 
 #include "analysis/LayoutAlgebra.h"
 #include "analysis/SharedLayout.h"
+#include "target/TargetInfo.h"
 #include "tileir/OpInterface.h"
 
 #include <fmt/format.h>
@@ -71,11 +72,11 @@ std::optional<int64_t> FragmentLayout::elementAt(int64_t t, int64_t slot) const 
     return row;
   }
   case Kind::MmaRows: {
-    int64_t warp = t / 32, g = (t % 32) / 4;
+    int64_t warp = t / target::kWarpSize, g = (t % target::kWarpSize) / 4;
     return tileRow(warpRow(warp), slot / 2) + g + 8 * (slot % 2);
   }
   case Kind::MmaAccumulator: {
-    int64_t warp = t / 32, lane = t % 32, g = lane / 4, t4 = lane % 4;
+    int64_t warp = t / target::kWarpSize, lane = t % target::kWarpSize, g = lane / 4, t4 = lane % 4;
     int64_t ni = warpTileN() / 8, block = slot / 4, i = slot % 4;
     int64_t row = tileRow(warpRow(warp), block / ni) + g + 8 * (i >> 1);
     int64_t col = warpCol(warp) * warpTileN() + (block % ni) * 8 + 2 * t4 + (i & 1);
@@ -123,7 +124,7 @@ std::string FragmentLayout::describe() const {
 
 std::variant<WarpGrid, std::string> gemmWarpGrid(int64_t M, int64_t N, int64_t threads,
                                                  tile::GemmPolicy policy) {
-  int64_t W = threads / 32;
+  int64_t W = threads / target::kWarpSize;
   auto fits = [&](int64_t wm, int64_t wn) { return M % (16 * wm) == 0 && N % (8 * wn) == 0; };
   std::optional<WarpGrid> best;
   for (int64_t wm = 1; wm <= W; ++wm) {
@@ -214,8 +215,8 @@ int64_t chooseGroupThreads(int64_t R, int64_t chunksPerRow, int64_t T) {
     if (G > R || R % G != 0)
       continue;
     int64_t waste = ((chunksPerRow + P - 1) / P) * P - chunksPerRow;
-    bool inWarp = P <= 32;
-    bool bestInWarp = best > 0 && best <= 32;
+    bool inWarp = P <= target::kWarpSize;
+    bool bestInWarp = best > 0 && best <= target::kWarpSize;
     if (best < 0 || (inWarp && !bestInWarp) ||
         (inWarp == bestInWarp &&
          (waste < bestWaste || (waste == bestWaste && inWarp == (P > best)))))

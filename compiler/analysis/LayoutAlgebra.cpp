@@ -1,5 +1,7 @@
 #include "analysis/LayoutAlgebra.h"
 
+#include "target/TargetInfo.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -75,8 +77,8 @@ int64_t wavefronts(const std::vector<std::optional<int64_t>> &offsets, const Fra
                    int64_t warp, int64_t slot, int64_t bytesPerLane) {
   std::map<int64_t, std::set<int64_t>> wordsByBank;
   int64_t bytes = 0;
-  for (int64_t lane = 0; lane < 32; ++lane) {
-    int64_t t = warp * 32 + lane;
+  for (int64_t lane = 0; lane < target::kWarpSize; ++lane) {
+    int64_t t = warp * target::kWarpSize + lane;
     if (t >= m.threads())
       break;
     const std::optional<int64_t> &o = offsets[static_cast<size_t>(t * m.slots() + slot)];
@@ -84,7 +86,7 @@ int64_t wavefronts(const std::vector<std::optional<int64_t>> &offsets, const Fra
       continue;
     bytes += bytesPerLane;
     for (int64_t w = *o / 4; w <= (*o + bytesPerLane - 1) / 4; ++w)
-      wordsByBank[w % 32].insert(w);
+      wordsByBank[w % target::kSharedMemoryBanks].insert(w);
   }
   int64_t worst = 0;
   for (const auto &[bank, words] : wordsByBank)

@@ -18,6 +18,9 @@ namespace tilec::target {
 inline constexpr int kWarpSize = 32;
 inline constexpr int kMaxThreadsPerBlock = 1024;
 inline constexpr int64_t kMaxGridExtent[3] = {2147483647, 65535, 65535};
+/// Shared memory is 32 banks of 4 bytes; one warp's access takes a pass (wavefront) per set of
+/// words that share no bank.
+inline constexpr int kSharedMemoryBanks = 32;
 
 /// The tensor-core instruction families.
 enum class MmaFamily {
