@@ -1,34 +1,19 @@
 #include "analysis/ParallelLayout.h"
 
 #include "tileir/Arith.h"
+#include "tileir/OpInterface.h"
 
 #include <fmt/format.h>
 
 namespace tilec::analysis {
 
 bool mentions(const tile::Expr &e, const tile::Var &v) {
-  if (!e)
-    return false;
-  return std::visit(
-      [&](const auto &op) -> bool {
-        using T = std::decay_t<decltype(op)>;
-        if constexpr (std::is_same_v<T, tile::VarRef>)
-          return op.var->id == v.id;
-        else if constexpr (std::is_same_v<T, tile::Load>) {
-          for (const tile::Expr &i : op.indices)
-            if (mentions(i, v))
-              return true;
-          return false;
-        } else if constexpr (std::is_same_v<T, tile::Unary> || std::is_same_v<T, tile::Cast>)
-          return mentions(op.a, v);
-        else if constexpr (std::is_same_v<T, tile::Binary>)
-          return mentions(op.a, v) || mentions(op.b, v);
-        else if constexpr (std::is_same_v<T, tile::Select>)
-          return mentions(op.cond, v) || mentions(op.a, v) || mentions(op.b, v);
-        else
-          return false;
-      },
-      e->op);
+  bool found = false;
+  tile::forEachNode(e, [&](const tile::Node &n) {
+    if (auto *r = std::get_if<tile::VarRef>(&n.op))
+      found = found || r->var->id == v.id;
+  });
+  return found;
 }
 
 namespace {

@@ -215,29 +215,10 @@ bool KernelLowering::dependsOnLanes(const tile::Expr &e, const LaneContext &lc) 
   if (lc.lanes == 1)
     return false;
   bool dep = false;
-  std::function<void(const tile::Expr &)> walk = [&](const tile::Expr &x) {
-    std::visit(
-        [&](const auto &op) {
-          using T = std::decay_t<decltype(op)>;
-          if constexpr (std::is_same_v<T, tile::VarRef>) {
-            dep = dep || op.var->id == lc.innerVarId || vectorLets_.count(op.var->id);
-          } else if constexpr (std::is_same_v<T, tile::Load>) {
-            for (const tile::Expr &i : op.indices)
-              walk(i);
-          } else if constexpr (std::is_same_v<T, tile::Unary> || std::is_same_v<T, tile::Cast>) {
-            walk(op.a);
-          } else if constexpr (std::is_same_v<T, tile::Binary>) {
-            walk(op.a);
-            walk(op.b);
-          } else if constexpr (std::is_same_v<T, tile::Select>) {
-            walk(op.cond);
-            walk(op.a);
-            walk(op.b);
-          }
-        },
-        x->op);
-  };
-  walk(e);
+  tile::forEachNode(e, [&](const tile::Node &n) {
+    if (auto *v = std::get_if<tile::VarRef>(&n.op))
+      dep = dep || v->var->id == lc.innerVarId || vectorLets_.count(v->var->id);
+  });
   return dep;
 }
 

@@ -499,27 +499,11 @@ void KernelLowering::preloadChunk(const tile::For &f, const ChunkRef &c, int vec
                                   thir::Body &out) {
   const tile::Var &inner = *f.vars.back();
   std::vector<const tile::Node *> loads;
-  std::function<void(const tile::Expr &)> walk = [&](const tile::Expr &e) {
-    std::visit(
-        [&](const auto &op) {
-          using T = std::decay_t<decltype(op)>;
-          if constexpr (std::is_same_v<T, tile::Load>) {
-            if (op.buffer->scope == tile::Scope::Global)
-              loads.push_back(e.get());
-            for (const tile::Expr &i : op.indices)
-              walk(i);
-          } else if constexpr (std::is_same_v<T, tile::Unary> || std::is_same_v<T, tile::Cast>) {
-            walk(op.a);
-          } else if constexpr (std::is_same_v<T, tile::Binary>) {
-            walk(op.a);
-            walk(op.b);
-          } else if constexpr (std::is_same_v<T, tile::Select>) {
-            walk(op.cond);
-            walk(op.a);
-            walk(op.b);
-          }
-        },
-        e->op);
+  auto walk = [&](const tile::Expr &e) {
+    tile::forEachNode(e, [&](const tile::Node &n) {
+      if (auto *l = std::get_if<tile::Load>(&n.op); l && l->buffer->scope == tile::Scope::Global)
+        loads.push_back(&n);
+    });
   };
   for (const tile::Stmt &s : f.body) {
     if (auto *l = std::get_if<tile::Let>(&s.op))

@@ -1,6 +1,8 @@
 // Expressions: names, builtins, arithmetic typing, macro expansion in expression position.
 #include "sema/SemaImpl.h"
 
+#include "tileir/OpInterface.h"
+
 #include <fmt/format.h>
 
 #include <cmath>
@@ -624,21 +626,8 @@ bool checkMacroValue(DiagnosticEngine &diags, const Value &v, const std::string 
   std::unordered_map<const tile::Node *, Extent> done;
   auto children = [](const tile::Node *n) {
     std::vector<const tile::Node *> out;
-    std::visit(
-        [&](const auto &op) {
-          using T = std::decay_t<decltype(op)>;
-          if constexpr (std::is_same_v<T, tile::Load>) {
-            for (const tile::Expr &i : op.indices)
-              out.push_back(i.get());
-          } else if constexpr (std::is_same_v<T, tile::Unary> || std::is_same_v<T, tile::Cast>) {
-            out.push_back(op.a.get());
-          } else if constexpr (std::is_same_v<T, tile::Binary>) {
-            out.insert(out.end(), {op.a.get(), op.b.get()});
-          } else if constexpr (std::is_same_v<T, tile::Select>) {
-            out.insert(out.end(), {op.cond.get(), op.a.get(), op.b.get()});
-          }
-        },
-        n->op);
+    for (const tile::Expr *operand : tile::operandsOf(*n))
+      out.push_back(operand->get());
     return out;
   };
   // Iterative post-order over the DAG, sizes saturated just above the limit.

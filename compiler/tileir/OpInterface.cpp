@@ -106,32 +106,36 @@ std::string opName(const Stmt &s) {
                     s.op);
 }
 
-void forEachNode(const Expr &e, const std::function<void(const Node &)> &f, WalkOrder order) {
-  if (!e)
-    return;
-  if (order == WalkOrder::NodeFirst)
-    f(*e);
+std::vector<const Expr *> operandsOf(const Node &n) {
+  std::vector<const Expr *> out;
   std::visit(Overloaded{
                  [](const IntImm &) {},
                  [](const FloatImm &) {},
                  [](const VarRef &) {},
                  [&](const Load &op) {
                    for (const Expr &i : op.indices)
-                     forEachNode(i, f, order);
+                     out.push_back(&i);
                  },
-                 [&](const Unary &op) { forEachNode(op.a, f, order); },
+                 [&](const Unary &op) { out.push_back(&op.a); },
                  [&](const Binary &op) {
-                   forEachNode(op.a, f, order);
-                   forEachNode(op.b, f, order);
+                   out.insert(out.end(), {&op.a, &op.b});
                  },
                  [&](const Select &op) {
-                   forEachNode(op.cond, f, order);
-                   forEachNode(op.a, f, order);
-                   forEachNode(op.b, f, order);
+                   out.insert(out.end(), {&op.cond, &op.a, &op.b});
                  },
-                 [&](const Cast &op) { forEachNode(op.a, f, order); },
+                 [&](const Cast &op) { out.push_back(&op.a); },
              },
-             e->op);
+             n.op);
+  return out;
+}
+
+void forEachNode(const Expr &e, const std::function<void(const Node &)> &f, WalkOrder order) {
+  if (!e)
+    return;
+  if (order == WalkOrder::NodeFirst)
+    f(*e);
+  for (const Expr *operand : operandsOf(*e))
+    forEachNode(*operand, f, order);
   if (order == WalkOrder::OperandsFirst)
     f(*e);
 }

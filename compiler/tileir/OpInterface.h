@@ -52,6 +52,10 @@ Operands operandsOf(const Stmt &s);
 /// "for", ...).
 std::string opName(const Stmt &s);
 
+/// The operands of an expression node, in order (a Load's are its indices); one case per node
+/// kind, like operandsOf(Stmt).
+std::vector<const Expr *> operandsOf(const Node &n);
+
 enum class WalkOrder { NodeFirst, OperandsFirst };
 /// Calls `f` on every node of `e` (null allowed), each node before or after its operands; a
 /// Load's operands are its indices.
