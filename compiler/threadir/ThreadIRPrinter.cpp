@@ -258,15 +258,6 @@ private:
   std::unordered_map<const Node *, int> lets_; // the current statement's shared nodes
 };
 
-bool isIdentifier(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
-    return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
-      return false;
-  return true;
-}
-
 } // namespace
 
 namespace text {
@@ -301,6 +292,15 @@ std::string quoted(std::string_view s) {
       out += c;
   }
   return out + "\"";
+}
+
+bool isIdentifier(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
+    return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
+      return false;
+  return true;
 }
 
 std::string name(std::string_view s) { return isIdentifier(s) ? std::string(s) : quoted(s); }

@@ -16,6 +16,8 @@ std::string floatLiteral(double v);
 /// A double-quoted string with `\"`, `\\`, `\n`, `\t` and `\xHH` for other control bytes and
 /// bytes >= 0x7f.
 std::string quoted(std::string_view s);
+/// Whether `s` is a C identifier ([A-Za-z_][A-Za-z0-9_]*): kernel and parameter names must be.
+bool isIdentifier(std::string_view s);
 /// `s` itself when it is an identifier, otherwise quoted(s).
 std::string name(std::string_view s);
 

@@ -1,5 +1,7 @@
 #include "threadir/ThreadIRVerifier.h"
 
+#include "threadir/ThreadIRText.h"
+
 #include "threadir/ThreadIRNames.h"
 
 #include <fmt/format.h>
@@ -17,15 +19,6 @@ bool isComparison(BinOp op) { return op >= BinOp::Eq && op <= BinOp::Ge; }
 bool isMathOp(UnOp op) { return op >= UnOp::Exp; }
 bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 bool isFloat8(DType t) { return t == DType::Float8E4M3 || t == DType::Float8E5M2; }
-
-bool isIdentifier(std::string_view s) {
-  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_'))
-    return false;
-  for (char c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_'))
-      return false;
-  return true;
-}
 
 const Type kInt32{DType::Int32, 1};
 const Type kInt64{DType::Int64, 1};
@@ -107,13 +100,13 @@ private:
     vars_.clear();
     checked_.clear();
     bad_.clear();
-    if (!isIdentifier(k.name))
+    if (!text::isIdentifier(k.name))
       error(&k, fmt::format("kernel name '{}' is not an identifier", k.name));
     else if (k.name == "vprintf" || k.name.rfind("tilec_", 0) == 0)
       error(&k, fmt::format("kernel name '{}' is reserved", k.name));
     std::set<std::string> params;
     for (const Param &p : k.params) {
-      if (!isIdentifier(p.name))
+      if (!text::isIdentifier(p.name))
         error(&p, fmt::format("parameter name '{}' is not an identifier", p.name));
       if (!params.insert(p.name).second)
         error(&p, fmt::format("two parameters named '{}'", p.name));
