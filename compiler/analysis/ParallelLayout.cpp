@@ -47,7 +47,7 @@ private:
       expr(st->value, true);
     } else if (auto *a = std::get_if<tile::Atomic>(&s.op)) {
       limit(1, fmt::format("atomic_{} {} one element at a time", atomicOpName(a->op),
-                           a->op == AtomicOp::Add ? "adds" : "updates"));
+                           atomicOpVerb(a->op)));
     } else {
       // Control flow and nested loops inside the element body run one element at a time.
       limit(1, "the loop body has control flow");

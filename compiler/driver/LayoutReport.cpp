@@ -132,18 +132,18 @@ std::string layoutReport(const tile::Program &p, const lower::Lowered &low,
         bj["layout"] = fragmentLayoutJson(rec->layout, opts.full);
         bj["fixed_by"] = where(rec->layout.fixedBy, rec->layout.fixedAt);
       } else if (sh) {
-        const analysis::SharedLayout &sl = sh->layout;
+        const analysis::SharedLayout &sl = sh->placement.layout;
         ordered_json lj = {{"kind", sl.name()},
-                           {"offset", sh->offset},
+                           {"offset", sh->placement.offset},
                            {"bytes", sl.bytes()},
                            {"panel_bytes", sl.panelBytes},
                            {"swizzle_bytes", sl.swizzleBytes},
-                           {"versions", sh->versions}};
+                           {"versions", sh->placement.versions}};
         if (opts.full) {
           // Byte offset of every element, from the same rule lowering uses.
           ordered_json offs = ordered_json::array();
           for (int64_t e = 0; e * sl.elementBytes < sl.bytes(); ++e)
-            offs.push_back(sh->offset + sl.elementOffset(e));
+            offs.push_back(sh->placement.offset + sl.elementOffset(e));
           lj["element_offsets"] = offs;
         }
         bj["layout"] = lj;

@@ -196,7 +196,9 @@ size_t threadIRFirstPass() {
 bool loadThreadIR(Compilation &c, std::ostream &out) {
   std::string_view dump = passForDumpName(c.opts.dumpAfter);
   const auto &passes = compilePipeline();
-  for (size_t i = 0; i + 1 < threadIRFirstPass(); ++i)
+  // The passes the text stands in for: lower-to-thread-ir's dump is this file itself.
+  const size_t replaced = threadIRFirstPass() - 1;
+  for (size_t i = 0; i < replaced; ++i)
     if (passes[i].name == dump) {
       c.diags.error({}, fmt::format("--dump-after={} needs a .tile source; a .thir file is thread "
                                     "IR",

@@ -657,7 +657,7 @@ std::optional<Lowered> lowerToThreadIR(const tile::Program &p, const ProgramPlan
     result.dynamicSharedBytes[k.name] = lowered->dynamicSharedBytes;
     m.kernels.push_back(std::move(*lowered));
     for (const auto &[id, sb] : kl.shared_)
-      result.shared.push_back({k.name, id, sb.offset, sb.layout, sb.versions});
+      result.shared.push_back({k.name, id, sb});
     for (auto &[loc, layout] : kl.layouts_)
       result.parallelLoops.push_back({k.name, loc, layout});
     for (auto &[id, layout] : kl.fragmentLayouts_)

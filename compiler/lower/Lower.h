@@ -34,16 +34,12 @@ struct FragmentRecord {
   analysis::FragmentLayout layout;
 };
 
-/// Where a shared buffer lives: `offset` bytes into dynamic shared memory (1024-aligned), its
-/// elements placed by `layout`.
+/// Where a shared buffer of `kernel` lives (plan-shared's placement, or lowering's for an
+/// operand it stages through shared memory).
 struct SharedRecord {
   std::string kernel;
   int bufferId;
-  int64_t offset = 0;
-  analysis::SharedLayout layout;
-  /// Copies of the buffer, `layout.bytes()` apart: one per stage of the software pipeline that
-  /// fills it (1 when none does).
-  int versions = 1;
+  SharedPlacement placement;
 };
 
 struct Lowered {

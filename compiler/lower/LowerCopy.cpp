@@ -276,44 +276,34 @@ void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thi
                                    dtypeName(dst->dtype), dst->name));
     return;
   }
-  if (!a.src && inParallel_) {
-    // Once per iteration: the iteration's thread adds, and of an element that a replicated
-    // layout gives to several threads only one of them does.
+  if (!a.src) {
+    // The element form: inside a Parallel loop once per iteration, by the iteration's thread
+    // (of an element that a replicated layout gives to several threads, by one of them);
+    // outside, once per block, by thread 0.
     thir::Expr v = lowerExpr(a.value, {});
     thir::Expr off = offset(dst, a.indices, {});
     thir::Expr ok = inBounds({dst, a.indices}, {}, 0);
     if (!v || !off || !ok)
       return;
-    thir::Stmt add{thir::GlobalAtomic{dst->paramIndex, off, thir::cast(v, Type{dst->dtype}), a.op}};
-    thir::Expr cond = element_ ? soleWriter(*element_->layout, element_->slot,
-                                            thir::special(thir::Special::ThreadIdxX))
-                               : nullptr;
-    if (auto *ci = std::get_if<thir::ConstInt>(&ok->op); !ci || !ci->value)
-      cond = cond ? thir::binary(thir::BinOp::And, cond, ok) : ok;
+    thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+    thir::Expr cond;
+    if (!inParallel_) {
+      cond = thir::binary(thir::BinOp::And, thir::binary(thir::BinOp::Eq, tid, i32(0)), ok);
+    } else {
+      cond = element_ ? soleWriter(*element_->layout, element_->slot, tid) : nullptr;
+      if (auto *ci = std::get_if<thir::ConstInt>(&ok->op); !ci || !ci->value)
+        cond = cond ? thir::binary(thir::BinOp::And, cond, ok) : ok;
+    }
+    thir::Stmt update{
+        thir::GlobalAtomic{dst->paramIndex, off, thir::cast(v, Type{dst->dtype}), a.op}};
     if (!cond) {
-      out.push_back(std::move(add));
+      out.push_back(std::move(update));
       return;
     }
     thir::IfStmt guard;
     guard.cond = cond;
-    guard.then.push_back(std::move(add));
+    guard.then.push_back(std::move(update));
     out.push_back({std::move(guard)});
-    return;
-  }
-  if (!a.src) {
-    // The element form outside Parallel loops: once per block, by thread 0.
-    thir::Expr v = lowerExpr(a.value, {});
-    thir::Expr off = offset(dst, a.indices, {});
-    thir::Expr ok = inBounds({dst, a.indices}, {}, 0);
-    if (!v || !off || !ok)
-      return;
-    thir::Expr first =
-        thir::binary(thir::BinOp::Eq, thir::special(thir::Special::ThreadIdxX), i32(0));
-    thir::IfStmt once;
-    once.cond = thir::binary(thir::BinOp::And, first, ok);
-    once.then.push_back(
-        {thir::GlobalAtomic{dst->paramIndex, off, thir::cast(v, Type{dst->dtype}), a.op}});
-    out.push_back({std::move(once)});
     return;
   }
   const tile::Region &src = *a.src;

@@ -154,7 +154,7 @@ public:
   void analyzeCumsum(const std::string &name, const ast::Expr &e, const ast::Call &c,
                      LocalScope &scope, tile::Body &out);
   void analyzeAtomic(const std::string &name, const ast::Expr &e, const ast::Call &c,
-                        LocalScope &scope, tile::Body &out);
+                     LocalScope &scope, tile::Body &out);
   void analyzeUseSwizzle(const std::string &name, const ast::Expr &e, const ast::Call &c,
                          LocalScope &scope, tile::Body &out);
   void analyzeAnnotateLayout(const std::string &name, const ast::Expr &e, const ast::Call &c,

@@ -526,7 +526,7 @@ void Sema::analyzeAtomic(const std::string &name, const ast::Expr &e, const ast:
   if (insideParallel(scope) && !(elementForm && valueIsScalar)) {
     diags_.error(loc, fmt::format("{} inside a Parallel loop {} one element per iteration: "
                                   "{}(C[i, j], value)",
-                                  name, op.op == AtomicOp::Add ? "adds" : "updates", name));
+                                  name, atomicOpVerb(op.op), name));
     return;
   }
   if (elementForm && valueIsScalar) {

@@ -31,6 +31,11 @@ inline std::string atomicOpUpdate(AtomicOp op) {
   return op == AtomicOp::Add ? "+=" : std::string(atomicOpName(op)) + "=";
 }
 
+/// The verb of diagnostics and reports: "adds" for add, "updates" for the others.
+constexpr std::string_view atomicOpVerb(AtomicOp op) {
+  return op == AtomicOp::Add ? "adds" : "updates";
+}
+
 inline std::optional<AtomicOp> atomicOpByName(std::string_view name) {
   for (AtomicOp op : kAtomicOps)
     if (atomicOpName(op) == name)

@@ -3,8 +3,8 @@
 // start at the identity (-inf/+inf, INT_MIN/INT_MAX), and the element form once per block.
 // Max and min are exact, so the results must equal the CPU's bit for bit; fresh random inputs
 // (both signs) each run, ragged shapes, poisoned bytes behind every output.
-#include "gpu_common.h"
 #include "atomic_minmax.h"
+#include "gpu_common.h"
 
 #include <climits>
 #include <cstring>
