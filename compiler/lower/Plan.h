@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace tilec::lower {
@@ -33,6 +34,12 @@ struct SharedPlacement {
   analysis::SharedLayout layout;
   int versions = 1;
 };
+
+/// Where a pipelined loop stands in the source (its first copy's line and column): the order
+/// in which plans are printed and ties between loops are broken, never their addresses.
+inline std::pair<uint32_t, uint32_t> sourcePosition(const PipelinePlan &p) {
+  return {p.copies.front()->loc.line, p.copies.front()->loc.col};
+}
 
 struct KernelPlan {
   /// infer-layouts: the layout of every fragment (and local buffer), by buffer id.

@@ -23,16 +23,12 @@ void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) 
   out += fmt::format("plan {}:\n", k.name);
   for (const auto &[id, l] : kp.fragments)
     out += fmt::format("  layout {}: {}\n", bufferName(k, id), l.describe());
-  // Pipelines by the position of their first copy: the loops themselves carry no location.
   std::vector<const PipelinePlan *> loops;
   for (const auto &[loop, p] : kp.pipelines)
     loops.push_back(&p);
-  auto first = [](const PipelinePlan *p) {
-    const SourceLoc &l = p->copies.front()->loc;
-    return std::make_pair(l.line, l.col);
-  };
-  std::sort(loops.begin(), loops.end(),
-            [&](const PipelinePlan *a, const PipelinePlan *b) { return first(a) < first(b); });
+  std::sort(loops.begin(), loops.end(), [](const PipelinePlan *a, const PipelinePlan *b) {
+    return sourcePosition(*a) < sourcePosition(*b);
+  });
   for (const PipelinePlan *p : loops) {
     out += fmt::format("  pipeline: {} stages, copies issued ahead at", p->stages);
     for (const tile::Stmt *c : p->copies)

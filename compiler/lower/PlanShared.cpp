@@ -30,7 +30,8 @@ void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &
   };
   kp.scratchBase = place();
   // Buffer versions for software pipelines must fit beside everything else: fewer stages
-  // (down to 2), then no pipelining, for the loop with the most versioned bytes first.
+  // (down to 2), then no pipelining, for the loop with the most versioned bytes first (the
+  // first in the source among equals).
   while (kp.scratchBase > t.sharedPerBlockOptin && !kp.pipelines.empty()) {
     auto bytesOf = [&](const PipelinePlan &p) {
       int64_t bytes = 0;
@@ -40,9 +41,11 @@ void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &
       return bytes;
     };
     auto largest = kp.pipelines.begin();
-    for (auto it = kp.pipelines.begin(); it != kp.pipelines.end(); ++it)
-      if (bytesOf(it->second) > bytesOf(largest->second))
+    for (auto it = kp.pipelines.begin(); it != kp.pipelines.end(); ++it) {
+      int64_t b = bytesOf(it->second), most = bytesOf(largest->second);
+      if (b > most || (b == most && sourcePosition(it->second) < sourcePosition(largest->second)))
         largest = it;
+    }
     PipelinePlan &p = largest->second;
     for (const tile::Stmt *c : p.copies) {
       int id = std::get<tile::Copy>(c->op).dst.buffer->id;

@@ -195,3 +195,31 @@ TEST_CASE("lower-to-thread-ir on sm_80: no async-proxy fences") {
   CHECK(n.fence == 0);
   CHECK(n.barrier > 0);
 }
+
+TEST_CASE("plan-shared shortens the first of two equal pipelines, whatever their addresses") {
+  // Each loop versions a 32 KiB buffer 3 times: 192 KiB, over sm_80's 163 KiB; one loop at 2
+  // stages (160 KiB) fits. The plan must not depend on where the loops sit in memory.
+  Compiled c;
+  analyze(c, R"(
+@kernel
+def k(A: Tensor((N, 128), float16), B: Tensor((N, 128), float16), R: Tensor((128,), float32)):
+    with Kernel(1, threads=128) as bx:
+        s1 = alloc_shared((128, 128), float16)
+        s2 = alloc_shared((128, 128), float16)
+        r = alloc_fragment((128,), float32)
+        for i in Pipelined(ceildiv(N, 128), num_stages=3):
+            copy(A[i * 128, 0], s1)
+            reduce_sum(s1, r, dim=1)
+        for j in Pipelined(ceildiv(N, 128), num_stages=3):
+            copy(B[j * 128, 0], s2)
+            reduce_sum(s2, r, dim=1, clear=False)
+        copy(r, R[0])
+)",
+          {});
+  const tile::Kernel &k = c.program->kernels[0];
+  lower::ProgramPlan p = plan(c, arch("sm_80"));
+  const lower::KernelPlan &kp = p.kernels[0];
+  CHECK(kp.shared.at(bufferId(k, "s1")).versions == 2);
+  CHECK(kp.shared.at(bufferId(k, "s2")).versions == 3);
+  CHECK(kp.scratchBase <= arch("sm_80").sharedPerBlockOptin);
+}
