@@ -163,7 +163,14 @@ public:
     fn_->addFnAttr(llvm::Attribute::NoUnwind);
     if (k_.threads < 1 || k_.threads > opts_.target.maxThreadsPerBlock)
       bug(fmt::format("block size {} outside 1..{}", k_.threads, opts_.target.maxThreadsPerBlock));
-    fn_->addFnAttr("nvvm.reqntid", fmt::format("{},1,1", k_.threads));
+    if (usesSetMaxNReg(k_.body)) {
+      // setmaxnreg needs a known register count at entry (ptxas C7508): launch bounds of one
+      // block per SM (ptxas refuses .reqntid beside .maxntid).
+      fn_->addFnAttr("nvvm.maxntid", fmt::format("{}", k_.threads));
+      fn_->addFnAttr("nvvm.minctasm", "1");
+    } else {
+      fn_->addFnAttr("nvvm.reqntid", fmt::format("{},1,1", k_.threads));
+    }
     for (size_t i = 0; i < k_.params.size(); ++i) {
       const thir::Param &p = k_.params[i];
       llvm::Argument *arg = fn_->getArg(static_cast<unsigned>(i));
@@ -171,7 +178,16 @@ public:
       arg->addAttr(llvm::Attribute::NoUndef);
       if (p.kind == thir::ParamKind::Tensor && p.alignBytes > 1)
         arg->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(p.alignBytes)));
+      if (p.kind == thir::ParamKind::TensorMap) {
+        // A CUtensorMap by value in parameter space (`const __grid_constant__`): TMA reads it
+        // through its generic address, which NVPTX takes with cvta.param.
+        arg->removeAttr(llvm::Attribute::NoUndef);
+        arg->addAttr(llvm::Attribute::getWithByValType(ctx_, tensorMapType()));
+        arg->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
+        arg->addAttr(llvm::Attribute::get(ctx_, "nvvm.grid_constant"));
+      }
     }
+
     auto *entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry);
     declareVars(k_.body);
@@ -215,6 +231,20 @@ private:
   }
   llvm::Type *valueType(thir::Type t) { return vec(scalarType(t.elem), t.lanes); }
 
+  llvm::Type *tensorMapType() { return llvm::ArrayType::get(b_.getInt8Ty(), 128); }
+  static bool usesSetMaxNReg(const thir::Body &body) {
+    for (const thir::Stmt &s : body) {
+      if (std::holds_alternative<thir::SetMaxNReg>(s.op))
+        return true;
+      if (auto *f = std::get_if<thir::ForStmt>(&s.op); f && usesSetMaxNReg(f->body))
+        return true;
+      if (auto *i = std::get_if<thir::IfStmt>(&s.op);
+          i && (usesSetMaxNReg(i->then) || usesSetMaxNReg(i->otherwise)))
+        return true;
+    }
+    return false;
+  }
+
   llvm::Type *paramType(const thir::Param &p) {
     switch (p.kind) {
     case thir::ParamKind::Tensor:
@@ -223,6 +253,10 @@ private:
       return memType(p.dtype);
     case thir::ParamKind::Dim:
       return b_.getInt64Ty();
+    case thir::ParamKind::TensorMap:
+      return b_.getPtrTy();
+    case thir::ParamKind::TmaEnabled:
+      return b_.getInt32Ty();
     }
     bug("unknown param kind");
   }
@@ -464,9 +498,99 @@ private:
     b_.CreateCall(llvm::InlineAsm::get(fnTy, "fence.proxy.async.shared::cta;", "~{memory}", true));
   }
 
-  void stmt(const thir::Barrier &) {
-    math::callIntrinsic(b_, llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {},
-                        {b_.getInt32(0)});
+  void stmt(const thir::Barrier &bar) {
+    if (bar.threads == 0)
+      math::callIntrinsic(b_, llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {},
+                          {b_.getInt32(bar.id)});
+    else
+      math::callIntrinsic(b_, llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count, {},
+                          {b_.getInt32(bar.id), b_.getInt32(bar.threads)});
+  }
+
+  // ---- mbarriers, TMA, register reallocation ---------------------------------------------
+  // Inline PTX, as for cp.async: each is one instruction with memory effects the optimizer must
+  // keep in place, with the shared operands as 32-bit shared-window addresses.
+  void asmStmt(const std::string &text, const std::string &constraints, std::vector<Value *> args) {
+    std::vector<llvm::Type *> types;
+    for (Value *a : args)
+      types.push_back(a->getType());
+    auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), types, false);
+    b_.CreateCall(llvm::InlineAsm::get(fnTy, text, constraints + "~{memory}", true), args);
+  }
+  Value *sharedWindow(const Expr &byteOffset) {
+    return b_.CreatePtrToInt(sharedAddress(byteOffset), b_.getInt32Ty());
+  }
+  void stmt(const thir::MbarrierInit &m) {
+    asmStmt("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,",
+            {sharedWindow(m.byteOffset), expr(m.count)});
+  }
+  void stmt(const thir::MbarrierArrive &m) {
+    if (m.txBytes)
+      asmStmt("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,",
+              {sharedWindow(m.byteOffset), expr(m.txBytes)});
+    else
+      asmStmt("mbarrier.arrive.shared::cta.b64 _, [$0];", "r,", {sharedWindow(m.byteOffset)});
+  }
+  void stmt(const thir::MbarrierWait &m) {
+    // try_wait may return false after a time limit: loop until the phase completed. Labels
+    // inside a PTX { } block are local to it, so the block can appear many times.
+    asmStmt("{\n.reg .pred tilec_p;\ntilec_wait:\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 tilec_p, [$0], $1;\n"
+            "@!tilec_p bra tilec_wait;\n}",
+            "r,r,", {sharedWindow(m.byteOffset), expr(m.parity)});
+  }
+  void stmt(const thir::FenceMbarrierInit &) {
+    asmStmt("fence.mbarrier_init.release.cluster;", "", {});
+  }
+  void stmt(const thir::TmaLoad &t) {
+    const thir::Param &p = paramAt(t.map);
+    if (p.kind != thir::ParamKind::TensorMap || t.coords.size() != p.map.box.size())
+      bug(fmt::format("tma load through parameter '{}'", p.name));
+    std::vector<Value *> args = {
+        sharedWindow(t.byteOffset),
+        b_.CreatePtrToInt(fn_->getArg(static_cast<unsigned>(t.map)), b_.getInt64Ty())};
+    std::string coords, constraints = "r,l,";
+    for (size_t i = 0; i < t.coords.size(); ++i) {
+      coords += fmt::format("{}${}", i ? ", " : "", i + 2);
+      constraints += "r,";
+      args.push_back(expr(t.coords[i]));
+    }
+    args.push_back(sharedWindow(t.barOffset));
+    constraints += "r,";
+    asmStmt(fmt::format("cp.async.bulk.tensor.{}d.shared::cluster.global.tile.mbarrier::complete_"
+                        "tx::bytes [$0], [$1, {{{}}}], [${}];",
+                        t.coords.size(), coords, t.coords.size() + 2),
+            constraints, std::move(args));
+  }
+  void stmt(const thir::SetMaxNReg &r) {
+    math::callIntrinsic(b_,
+                        r.increase ? llvm::Intrinsic::nvvm_setmaxnreg_inc_sync_aligned_u32
+                                   : llvm::Intrinsic::nvvm_setmaxnreg_dec_sync_aligned_u32,
+                        {}, {b_.getInt32(r.regs)});
+  }
+  void stmt(const thir::WgmmaWait &w) {
+    // The accumulators are tied through the wait, so that their reads stay below it.
+    std::vector<llvm::Type *> tys(w.vars.size(), b_.getFloatTy());
+    std::vector<Value *> args;
+    std::string constraints;
+    for (size_t i = 0; i < w.vars.size(); ++i)
+      constraints += fmt::format("{}=f", i ? "," : "");
+    for (size_t i = 0; i < w.vars.size(); ++i) {
+      constraints += fmt::format(",{}", i);
+      args.push_back(b_.CreateLoad(b_.getFloatTy(), slot(w.vars[i]).alloca));
+    }
+    constraints += w.vars.empty() ? "~{memory}" : ",~{memory}";
+    llvm::Type *retTy = w.vars.empty()       ? b_.getVoidTy()
+                        : w.vars.size() == 1 ? tys[0]
+                                             : llvm::StructType::get(ctx_, tys);
+    auto *fnTy = llvm::FunctionType::get(retTy, tys, false);
+    Value *r = b_.CreateCall(
+        llvm::InlineAsm::get(fnTy, fmt::format("wgmma.wait_group.sync.aligned {};", w.pending),
+                             constraints, true),
+        args);
+    for (size_t i = 0; i < w.vars.size(); ++i)
+      storeVar(w.vars[i], w.vars.size() == 1 ? r : b_.CreateExtractValue(r, unsigned(i)),
+               thir::Type{DType::Float32, 1});
   }
 
   // ---- Expressions ------------------------------------------------------------------------
@@ -512,7 +636,7 @@ private:
   }
   Value *exprOp(const thir::ParamRef &r, const Node &n) {
     const thir::Param &p = paramAt(r.index);
-    if (p.kind == thir::ParamKind::Tensor)
+    if (p.kind == thir::ParamKind::Tensor || p.kind == thir::ParamKind::TensorMap)
       bug(fmt::format("tensor parameter '{}' used as a value", p.name));
     DType t = p.kind == thir::ParamKind::Dim ? DType::Int64 : p.dtype;
     if (!(n.type == thir::Type{t, 1}))
@@ -709,7 +833,8 @@ private:
                           "1, 1, {};\n",
                           w.n, ty, ty, d, a, bIdx, trans);
     }
-    text += "wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned 0;\n}";
+    text += fmt::format("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned {};\n}}",
+                        w.pending);
     constraints += ",~{memory}";
     auto *retTy = llvm::StructType::get(ctx_, outTys);
     auto *fnTy = llvm::FunctionType::get(retTy, inTys, false);

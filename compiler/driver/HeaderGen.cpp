@@ -201,12 +201,93 @@ private:
   const std::vector<std::string> &names_;
 };
 
+/// Whether the caller passes the parameter; the launch function derives the others (tensor
+/// maps and the TMA flag) from what the caller passes.
+bool isLaunchArgument(const thir::Param &p) {
+  return p.kind != thir::ParamKind::TensorMap && p.kind != thir::ParamKind::TmaEnabled;
+}
+
+std::string_view tensorMapDataType(DType t) {
+  switch (t) {
+  case DType::Float16:
+    return "CU_TENSOR_MAP_DATA_TYPE_FLOAT16";
+  case DType::BFloat16:
+    return "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16";
+  case DType::Float32:
+    return "CU_TENSOR_MAP_DATA_TYPE_FLOAT32";
+  case DType::Float64:
+    return "CU_TENSOR_MAP_DATA_TYPE_FLOAT64";
+  case DType::Int32:
+    return "CU_TENSOR_MAP_DATA_TYPE_INT32";
+  case DType::UInt32:
+    return "CU_TENSOR_MAP_DATA_TYPE_UINT32";
+  case DType::Int64:
+    return "CU_TENSOR_MAP_DATA_TYPE_INT64";
+  case DType::Int16:
+    return "CU_TENSOR_MAP_DATA_TYPE_UINT16";
+  case DType::Int8:
+  case DType::UInt8:
+  case DType::Float8E4M3:
+  case DType::Float8E5M2:
+    return "CU_TENSOR_MAP_DATA_TYPE_UINT8";
+  case DType::Bool:
+    break;
+  }
+  bug(fmt::format("tensor map of {}", dtypeName(t)));
+}
+
+std::string_view tensorMapSwizzle(int bytes) {
+  switch (bytes) {
+  case 0:
+    return "CU_TENSOR_MAP_SWIZZLE_NONE";
+  case 32:
+    return "CU_TENSOR_MAP_SWIZZLE_32B";
+  case 64:
+    return "CU_TENSOR_MAP_SWIZZLE_64B";
+  case 128:
+    return "CU_TENSOR_MAP_SWIZZLE_128B";
+  }
+  bug(fmt::format("tensor map swizzle of {} bytes", bytes));
+}
+
+/// Statements of the launch function that encode tensor map parameter `i` (cached per launch
+/// site) and clear `tilec_tma` when TMA cannot address the tensor.
+std::string tensorMapSetup(const thir::Kernel &k, size_t index, size_t i,
+                           const std::vector<std::string> &names, HostExpr &host) {
+  const thir::Param &p = k.params[i];
+  const thir::TensorMapInfo &m = p.map;
+  if (m.tensor < 0 || static_cast<size_t>(m.tensor) >= k.params.size())
+    bug(fmt::format("tensor map '{}' of a parameter out of range", p.name));
+  std::string dims, strides, box;
+  for (const Expr &d : m.dims)
+    dims += fmt::format("{}{}", dims.empty() ? "" : ", ", host(d));
+  for (const Expr &st : m.strides)
+    strides += fmt::format("{}{}", strides.empty() ? "" : ", ", host(st));
+  for (int b : m.box)
+    box += fmt::format("{}{}u", box.empty() ? "" : ", ", b);
+  return fmt::format(
+      "  ::CUtensorMap {0};\n  {{\n"
+      "    const ::std::int64_t tilec_dims[] = {{{1}}};\n"
+      "    const ::std::int64_t tilec_strides[] = {{{2}, 0}};\n"
+      "    const unsigned tilec_box[] = {{{3}}};\n"
+      "    if (::CUresult tilec_r = ::tilec::rt::tensorMap(\n"
+      "            tilec_detail::mapCache<{4}, {5}>(), &{0}, {6}, {7}u, {8}, tilec_dims,\n"
+      "            tilec_strides, tilec_box, {9}, &tilec_tma_ok);\n"
+      "        tilec_r != ::CUDA_SUCCESS)\n      return tilec_r;\n  }}\n",
+      names[i], dims, strides, box, index, i, tensorMapDataType(p.dtype), m.box.size(),
+      names[m.tensor], tensorMapSwizzle(m.swizzleBytes));
+}
+
 std::string cxxParamType(const thir::Param &p) {
   switch (p.kind) {
   case thir::ParamKind::Tensor:
     return "::CUdeviceptr";
   case thir::ParamKind::Dim:
     return "::std::int64_t";
+  case thir::ParamKind::TensorMap:
+    return "::CUtensorMap";
+  case thir::ParamKind::TmaEnabled:
+    return "::std::int32_t";
   case thir::ParamKind::Scalar:
     break;
   }
@@ -226,6 +307,9 @@ std::string paramComment(const thir::Param &p) {
     if (p.dtype == DType::Float16 || p.dtype == DType::BFloat16)
       return fmt::format("{} scalar (its bits)", dtypeName(p.dtype));
     return fmt::format("{} scalar", dtypeName(p.dtype));
+  case thir::ParamKind::TensorMap:
+  case thir::ParamKind::TmaEnabled:
+    break;
   }
   return "";
 }
@@ -258,10 +342,12 @@ void appendKernel(std::string &out, const thir::Kernel &k, size_t index) {
     if (k.grid[i])
       out += fmt::format("/// grid.{} = {}\n", "xyz"[i], thir::printExpr(k.grid[i], k));
   for (size_t i = 0; i < k.params.size(); ++i)
-    out += fmt::format("/// {}: {}\n", names[i], paramComment(k.params[i]));
+    if (isLaunchArgument(k.params[i]))
+      out += fmt::format("/// {}: {}\n", names[i], paramComment(k.params[i]));
   out += fmt::format("inline ::CUresult {}(::CUstream stream", functionName(k));
   for (size_t i = 0; i < k.params.size(); ++i)
-    out += fmt::format(", {} {}", cxxParamType(k.params[i]), names[i]);
+    if (isLaunchArgument(k.params[i]))
+      out += fmt::format(", {} {}", cxxParamType(k.params[i]), names[i]);
   out += ") {\n";
   for (size_t i = 0; i < k.params.size(); ++i) {
     const thir::Param &p = k.params[i];
@@ -276,6 +362,17 @@ void appendKernel(std::string &out, const thir::Kernel &k, size_t index) {
   }
   for (size_t i = 0; i < 3; ++i)
     out += fmt::format("  const ::std::int64_t tilec_grid_{} = {};\n", "xyz"[i], grid[i]);
+  bool maps = std::any_of(k.params.begin(), k.params.end(), [](const thir::Param &p) {
+    return p.kind == thir::ParamKind::TensorMap;
+  });
+  if (maps)
+    out += "  bool tilec_tma_ok = true;\n";
+  for (size_t i = 0; i < k.params.size(); ++i)
+    if (k.params[i].kind == thir::ParamKind::TensorMap)
+      out += tensorMapSetup(k, index, i, names, host);
+  for (size_t i = 0; i < k.params.size(); ++i)
+    if (k.params[i].kind == thir::ParamKind::TmaEnabled)
+      out += fmt::format("  ::std::int32_t {} = tilec_tma_ok ? 1 : 0;\n", names[i]);
   if (k.params.empty()) {
     out += "  void **tilec_args = nullptr;\n";
   } else {
@@ -355,6 +452,13 @@ std::string generateHeader(const thir::Module &m, std::string_view binary, Binar
         fmt::format("    ::tilec::rt::KernelSpec{{\"{}\", {}u}},\n", k.name, k.dynamicSharedBytes);
   }
   out += "}};\n\n";
+  bool maps = std::any_of(m.kernels.begin(), m.kernels.end(), [](const thir::Kernel &k) {
+    return std::any_of(k.params.begin(), k.params.end(),
+                       [](const thir::Param &p) { return p.kind == thir::ParamKind::TensorMap; });
+  });
+  if (maps)
+    out += "template <int Kernel, int Param> inline ::tilec::rt::TensorMapCache &mapCache() {\n"
+           "  static ::tilec::rt::TensorMapCache c;\n  return c;\n}\n\n";
   out += fmt::format("inline ::tilec::rt::ModuleState<{0}> &state() {{\n"
                      "  static ::tilec::rt::ModuleState<{0}> s;\n  return s;\n}}\n\n",
                      n);

@@ -84,7 +84,7 @@ bool runInferLayouts(Compilation &c) {
 }
 
 bool runPlanPipelines(Compilation &c) {
-  lower::planPipelines(*c.program, c.plan);
+  lower::planPipelines(*c.program, c.target, c.plan);
   return true;
 }
 

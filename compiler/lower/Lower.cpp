@@ -28,17 +28,20 @@ std::optional<thir::Kernel> KernelLowering::run() {
   out_.threads = static_cast<int>(k_.threads);
   for (const tile::Param &p : k_.params) {
     if (p.kind == tile::ParamKind::Tensor) {
-      out_.params.push_back(
-          {p.tensor->name, thir::ParamKind::Tensor, p.tensor->dtype, dtypeBytes(p.tensor->dtype)});
+      out_.params.push_back({p.tensor->name,
+                             thir::ParamKind::Tensor,
+                             p.tensor->dtype,
+                             dtypeBytes(p.tensor->dtype),
+                             {}});
     } else {
       int index = static_cast<int>(out_.params.size());
-      out_.params.push_back({p.scalar->name, thir::ParamKind::Scalar, p.scalar->dtype, 0});
+      out_.params.push_back({p.scalar->name, thir::ParamKind::Scalar, p.scalar->dtype, 0, {}});
       bind(*p.scalar, thir::param(index, p.scalar->dtype));
     }
   }
   for (const tile::VarPtr &d : k_.dims) {
     int index = static_cast<int>(out_.params.size());
-    out_.params.push_back({d->name, thir::ParamKind::Dim, DType::Int64, 0});
+    out_.params.push_back({d->name, thir::ParamKind::Dim, DType::Int64, 0, {}});
     dimParams_[d->id] = index;
     bindings_[d->id] = {thir::cast(thir::param(index, DType::Int64), Type{DType::Int32}),
                         Interval{1, std::numeric_limits<int32_t>::max()}};
@@ -70,7 +73,10 @@ std::optional<thir::Kernel> KernelLowering::run() {
   }
   if (!verifyFragmentLowering() || !checkRegisterLimit() || !declareFragments(out_.body))
     return std::nullopt;
-  lowerBody(k_.body, out_.body, {});
+  if (const PipelinePlan *ws = warpSpecializedLoop())
+    lowerWarpSpecializedKernel(*ws, out_.body);
+  else
+    lowerBody(k_.body, out_.body, {});
   if (failed_ || !checkSharedLimit())
     return std::nullopt;
   for (auto &[param, align] : paramAlign_)
@@ -673,7 +679,7 @@ std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &di
   ProgramPlan plan;
   if (!inferLayouts(p, opts.target, diags, plan))
     return std::nullopt;
-  planPipelines(p, plan);
+  planPipelines(p, opts.target, plan);
   planShared(p, opts.target, plan);
   return lowerToThreadIR(p, plan, diags, opts);
 }

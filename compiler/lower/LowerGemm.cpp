@@ -72,14 +72,14 @@ bool KernelLowering::checkSharedLimit() {
 
 void KernelLowering::beforeSharedWrite(thir::Body &out) {
   if (smemRead_ || smemWritten_) {
-    out.push_back({thir::Barrier{}});
+    out.push_back(barrier());
     smemRead_ = smemWritten_ = false;
   }
 }
 
 void KernelLowering::beforeSharedRead(thir::Body &out) {
   if (smemWritten_) {
-    out.push_back({thir::Barrier{}});
+    out.push_back(barrier());
     smemRead_ = smemWritten_ = false;
   }
 }
@@ -255,7 +255,7 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
   // (unless a pipelined loop did both at the top of this body and nothing wrote since).
   if (!(fencedPoint_ && fencedPoint_->first == &out && !writesShared(out, fencedPoint_->second))) {
     out.push_back({thir::FenceProxyAsync{}});
-    out.push_back({thir::Barrier{}});
+    out.push_back(barrier());
   }
   smemRead_ = smemWritten_ = false;
   std::optional<analysis::SharedLayout> aLayout;
@@ -350,7 +350,7 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
                                thir::wgmma(thir::makeVector(acc), std::move(instrs),
                                            static_cast<int>(plan->instrN), B->dtype, aRegs,
                                            /*aMnMajor=*/g.transA,
-                                           /*bMnMajor=*/!g.transB)}});
+                                           /*bMnMajor=*/!g.transB, wgmmaPending_)}});
   for (int64_t slot = 0; slot < lc.slots(); ++slot)
     out.push_back(
         {thir::AssignVar{slotVars_.at(C->id).at(slot),
@@ -380,7 +380,7 @@ bool KernelLowering::stageOperand(const tile::Stmt &s, const tile::BufferPtr &a,
   out_.dynamicSharedBytes =
       std::max<int>(out_.dynamicSharedBytes, static_cast<int>(sb.offset + sb.layout.bytes()));
   shared_[a->id] = sb;
-  out.push_back({thir::Barrier{}});
+  out.push_back(barrier());
   for (const ChunkRef &c : chunksOf(l)) {
     std::vector<thir::Expr> lanes;
     for (int64_t lane = 0; lane < l.vector; ++lane)

@@ -295,6 +295,25 @@ private:
   /// reporting a fragment it cannot stage. The caller synchronizes before reading it.
   bool stageOperand(const tile::Stmt &s, const tile::BufferPtr &a, thir::Body &out);
   void lowerUseSwizzle(const tile::Stmt &s, const tile::UseSwizzle &u, thir::Body &out);
+  /// Keeps wgmma groups this many deep in flight (a warp-specialized loop's gemm in flight).
+  int wgmmaPending_ = 0;
+
+  // ---- LowerWarpSpecialized.cpp: producer/consumer kernels (sm_90a) --------------------------
+  const PipelinePlan *warpSpecializedLoop() const;
+  /// Adds a TensorMap parameter per distinct view the plan's copies load, and the TmaEnabled one.
+  void addTensorMaps(const PipelinePlan &plan);
+  /// The whole kernel body around a warp-specialized loop.
+  void lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::Body &out);
+  /// Copies tile `c` (rows from r0, columns from c0) element by element, thread `ptid` of the
+  /// producer warpgroup taking every 128th element, zeros outside the tensor.
+  void copyElementwise(const tile::Copy &c, thir::Expr r0, thir::Expr c0, thir::Expr ptid,
+                       thir::Body &out);
+  /// A barrier among the threads that run the current code: the block, or after warp
+  /// specialization the consumers (named barrier 1).
+  thir::Stmt barrier() const;
+  int barrierThreads_ = 0;
+  std::map<const tile::Stmt *, int> tensorMapOf_; // a TMA copy -> its TensorMap parameter
+  int tmaEnabledParam_ = -1;
 
 public:
   std::map<int, SharedBuffer> shared_;

@@ -69,7 +69,7 @@ void KernelLowering::lowerPipelined(const tile::Stmt &s, const tile::For &f, thi
   bool asyncProxy = opts_.target.hasAsyncProxyFence;
   if (asyncProxy)
     loop.body.push_back({thir::FenceProxyAsync{}});
-  loop.body.push_back({thir::Barrier{}});
+  loop.body.push_back(barrier());
   smemRead_ = smemWritten_ = false;
   issue(thir::binary(thir::BinOp::Add, it, i32(S - 1)), loop.body);
   // The issued copies write versions this iteration does not read.

@@ -118,17 +118,17 @@ KernelLowering::stageThroughShared(const tile::Stmt &s, const tile::Region &src,
   // planShared made dynamicSharedBytes at least scratchBase_: with no fragment, nothing grows.
   const int64_t end = inPlace ? scratch.src + std::max(srcBytes, dstBytes) : scratch.dst + dstBytes;
   out_.dynamicSharedBytes = std::max<int>(out_.dynamicSharedBytes, static_cast<int>(end));
-  out.push_back({thir::Barrier{}});
+  out.push_back(barrier());
   if (srcFragment) {
     fragmentToScratch(src.buffer, scratch.src, acc, out);
-    out.push_back({thir::Barrier{}});
+    out.push_back(barrier());
   }
   return scratch;
 }
 
 void KernelLowering::unstageThroughShared(const tile::BufferPtr &dst, int64_t dstScratch, DType acc,
                                           std::optional<thir::BinOp> combine, thir::Body &out) {
-  out.push_back({thir::Barrier{}});
+  out.push_back(barrier());
   smemRead_ = smemWritten_ = false;
   if (dst->scope == tile::Scope::Fragment) {
     fragmentFromScratch(dst, dstScratch, acc, combine, out);

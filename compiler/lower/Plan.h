@@ -24,7 +24,22 @@ struct PipelinePlan {
   int stages = 1;
   std::vector<const tile::Stmt *> lets;   // top-level Lets the copies read, re-run per issue
   std::vector<const tile::Stmt *> copies; // the copies issued ahead
+  /// TMA targets (sm_90a): the copies are issued by a producer warpgroup that the kernel gains
+  /// beside its `threads` consumer threads, by TMA (or by the producer's plain loads when the
+  /// launch cannot encode a tensor map), on full/empty mbarrier rings of `stages` slots. The
+  /// kernel then runs the statements before the loop in every thread (they only bind values
+  /// and clear registers), and the loop and everything after it in the consumers only.
+  bool warpSpecialized = false;
+  /// The loop's body is its copies and one gemm: on wgmma, each iteration's group stays in flight
+  /// while the next is issued, and a stage is released once the group reading it completed.
+  bool gemmInFlight = false;
+  /// plan-shared: the mbarriers of a warp-specialized loop, full[s] at barrierOffset + 8 s and
+  /// empty[s] at barrierOffset + 8 (stages + s).
+  int64_t barrierOffset = 0;
 };
+
+/// Threads of the producer warpgroup a warp-specialized kernel adds to its consumer threads.
+inline constexpr int kProducerThreads = 128;
 
 /// Where a shared buffer lives: `offset` bytes into dynamic shared memory (aligned to
 /// TargetInfo::sharedBufferAlign), its elements placed by `layout`, in `versions` copies
@@ -66,7 +81,11 @@ bool inferLayouts(const tile::Program &p, const target::TargetInfo &t, Diagnosti
 
 /// plan-pipelines: the Pipelined loops whose copies from global to shared memory can be issued
 /// ahead (the rules are in PlanPipelines.cpp).
-void planPipelines(const tile::Program &p, ProgramPlan &plan);
+void planPipelines(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan);
+
+/// Whether global -> shared copy `c` can be one TMA box per panel of `dst`'s layout: a 2-D
+/// tensor, the box the whole shared buffer, a layout TMA writes (canonical swizzled lines).
+bool tmaCopyable(const tile::Copy &c);
 
 /// plan-shared: places the shared buffers (and their versions), fewer pipeline stages where
 /// they would not fit in the target's shared memory.

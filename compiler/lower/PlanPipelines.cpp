@@ -11,6 +11,7 @@
 #include "lower/Plan.h"
 #include "tileir/OpInterface.h"
 
+#include <algorithm>
 #include <functional>
 #include <set>
 
@@ -50,17 +51,71 @@ struct Refs {
   }
 };
 
-void planLoops(const tile::Kernel &k, const tile::Body &body, KernelPlan &kp) {
+/// Whether a statement before a warp-specialized loop may run in every thread, the producer's
+/// included: it binds values or clears registers, and touches no memory.
+bool runsInEveryThread(const tile::Stmt &s) {
+  return std::visit(tile::Overloaded{
+                        [](const tile::Let &l) {
+                          bool reads = false;
+                          tile::forEachNode(l.value, [&](const tile::Node &n) {
+                            reads = reads || std::holds_alternative<tile::Load>(n.op);
+                          });
+                          return !reads;
+                        },
+                        [](const tile::UseSwizzle &) { return true; },
+                        [](const tile::Fill &f) {
+                          return f.dst.buffer->scope == tile::Scope::Fragment ||
+                                 f.dst.buffer->scope == tile::Scope::Local;
+                        },
+                        [](const auto &) { return false; },
+                    },
+                    s.op);
+}
+
+/// Warp specialization (PipelinePlan::warpSpecialized) for the loop `s` of kernel `k`.
+void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
+                const target::TargetInfo &t, PipelinePlan &plan) {
+  if (!t.hasTma || !t.hasWgmma || k.threads % kProducerThreads != 0 ||
+      k.threads + kProducerThreads > t.maxThreadsPerBlock)
+    return;
+  for (const tile::Stmt *c : plan.copies)
+    if (!tmaCopyable(std::get<tile::Copy>(c->op)))
+      return;
+  // The loop is a statement of the kernel's body with only value bindings before it.
+  bool found = false;
+  for (const tile::Stmt &st : k.body) {
+    if (&st == &s) {
+      found = true;
+      break;
+    }
+    if (!runsInEveryThread(st))
+      return;
+  }
+  if (!found)
+    return;
+  plan.warpSpecialized = true;
+  int gemms = 0, others = 0;
+  for (const tile::Stmt &st : f.body) {
+    if (std::find(plan.copies.begin(), plan.copies.end(), &st) != plan.copies.end() ||
+        std::find(plan.lets.begin(), plan.lets.end(), &st) != plan.lets.end())
+      continue;
+    (std::holds_alternative<tile::Gemm>(st.op) ? gemms : others)++;
+  }
+  plan.gemmInFlight = gemms == 1 && others == 0;
+}
+
+void planLoops(const tile::Kernel &k, const tile::Body &body, const target::TargetInfo &t,
+               KernelPlan &kp) {
   for (const tile::Stmt &s : body) {
     if (auto *i = std::get_if<tile::If>(&s.op)) {
-      planLoops(k, i->then, kp);
-      planLoops(k, i->otherwise, kp);
+      planLoops(k, i->then, t, kp);
+      planLoops(k, i->otherwise, t, kp);
       continue;
     }
     auto *f = std::get_if<tile::For>(&s.op);
     if (!f)
       continue;
-    planLoops(k, f->body, kp);
+    planLoops(k, f->body, t, kp);
     if (f->kind != tile::LoopKind::Pipelined || f->numStages < 2 || !f->order.empty() ||
         !f->stage.empty() || f->step)
       continue;
@@ -162,6 +217,10 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, KernelPlan &kp) {
       if (needed.vars.count(std::get<tile::Let>(l->op).var->id))
         lets.push_back(l);
     plan.lets = std::move(lets);
+    bool specializedAlready = std::any_of(kp.pipelines.begin(), kp.pipelines.end(),
+                                          [](const auto &p) { return p.second.warpSpecialized; });
+    if (!specializedAlready)
+      specialize(k, s, *f, t, plan);
     for (const tile::Stmt *c : plan.copies)
       kp.stagesOf[std::get<tile::Copy>(c->op).dst.buffer->id] = plan.stages;
     kp.pipelines[f] = std::move(plan);
@@ -170,10 +229,30 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, KernelPlan &kp) {
 
 } // namespace
 
-void planPipelines(const tile::Program &p, ProgramPlan &plan) {
+bool tmaCopyable(const tile::Copy &c) {
+  const tile::BufferPtr &src = c.src.buffer, &dst = c.dst.buffer;
+  if (src->scope != tile::Scope::Global || dst->scope != tile::Scope::Shared || !c.dst.whole() ||
+      src->shape.size() != 2 || dst->shape.size() != 2 || src->dtype != dst->dtype ||
+      src->dtype == DType::Bool || c.src.dims.size() != 2)
+    return false;
+  std::vector<int64_t> shape;
+  for (size_t d = 0; d < 2; ++d) {
+    auto extent = tile::asConstInt(c.src.dims[d].extent);
+    auto want = tile::asConstInt(dst->shape[d]);
+    if (!extent || !want || *extent != *want || c.src.dims[d].dropped)
+      return false;
+    shape.push_back(*want);
+  }
+  analysis::SharedLayout l = analysis::chooseSharedLayout(shape, dtypeBytes(dst->dtype));
+  // One box per panel: a panel is one swizzled line wide, its rows one box dimension.
+  return l.swizzleBytes != 0 && l.panelBytes == l.swizzleBytes && l.rows <= 256 &&
+         l.bytes() % 1024 == 0;
+}
+
+void planPipelines(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan) {
   plan.kernels.resize(p.kernels.size());
   for (size_t i = 0; i < p.kernels.size(); ++i)
-    planLoops(p.kernels[i], p.kernels[i].body, plan.kernels[i]);
+    planLoops(p.kernels[i], p.kernels[i].body, t, plan.kernels[i]);
 }
 
 } // namespace tilec::lower

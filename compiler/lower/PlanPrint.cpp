@@ -38,6 +38,9 @@ void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) 
       for (const tile::Stmt *l : p->lets)
         out += " " + at(*l);
     }
+    if (p->warpSpecialized)
+      out += fmt::format(", warp-specialized (TMA producer warpgroup, mbarriers at byte {}){}",
+                         p->barrierOffset, p->gemmInFlight ? ", gemm in flight" : "");
     out += "\n";
   }
   for (const auto &[id, sp] : kp.shared)

@@ -3,6 +3,8 @@
 // version per stage of the pipeline that fills it; lowering's scratch space follows them.
 #include "lower/Plan.h"
 
+#include <algorithm>
+
 namespace tilec::lower {
 
 namespace {
@@ -25,6 +27,18 @@ void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &
       sb.versions = versions == kp.stagesOf.end() ? 1 : versions->second;
       offset = sb.offset + sb.layout.bytes() * sb.versions;
       kp.shared[b->id] = sb;
+    }
+    // The full and empty mbarrier rings of warp-specialized loops, in source order.
+    std::vector<PipelinePlan *> rings;
+    for (auto &[loop, p] : kp.pipelines)
+      if (p.warpSpecialized)
+        rings.push_back(&p);
+    std::sort(rings.begin(), rings.end(), [](const PipelinePlan *a, const PipelinePlan *b) {
+      return sourcePosition(*a) < sourcePosition(*b);
+    });
+    for (PipelinePlan *p : rings) {
+      p->barrierOffset = alignUp(offset, 8);
+      offset = p->barrierOffset + 16 * p->stages;
     }
     return alignUp(offset, 16);
   };

@@ -337,8 +337,10 @@ Expr sharedAddress(Expr byteOffset) {
 }
 
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
-           bool aMnMajor, bool bMnMajor) {
+           bool aMnMajor, bool bMnMajor, int pending) {
   requireExpr(acc, "wgmma");
+  if (pending < 0 || pending > 7)
+    misuse("wgmma pending group count");
   if (acc->type.elem != DType::Float32 || n < 8 || n > 256 || n % 8 != 0 || instrs.empty() ||
       (inputType != DType::Float16 && inputType != DType::BFloat16) || (aInRegisters && aMnMajor))
     misuse("wgmma shape or types");
@@ -351,8 +353,8 @@ Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, boo
       misuse("wgmma instruction operands");
   }
   Type t = acc->type;
-  return make(
-      t, Wgmma{std::move(acc), std::move(instrs), n, inputType, aInRegisters, aMnMajor, bMnMajor});
+  return make(t, Wgmma{std::move(acc), std::move(instrs), n, inputType, aInRegisters, aMnMajor,
+                       bMnMajor, pending});
 }
 
 Expr bitcast(Expr a, Type t) {

@@ -175,6 +175,10 @@ struct Wgmma {
   // The operand in shared memory is MN-major (M or N contiguous): wgmma's imm-trans bit. A
   // stored M x K and B stored N x K are K-major, wgmma's untransposed forms.
   bool aMnMajor = false, bMnMajor = false;
+  /// `wgmma.wait_group pending` after the commit. With pending > 0 the groups committed last
+  /// may still be writing the accumulators when the result is produced: nothing may read it
+  /// before a WgmmaWait that covers them.
+  int pending = 0;
 };
 
 struct Node {
@@ -247,8 +251,54 @@ struct ForStmt {
   Body body;
   bool unroll = false;
 };
-/// Block-wide barrier (bar.sync 0).
-struct Barrier {};
+/// `bar.sync id, threads`: waits until `threads` threads (a multiple of the warp size) arrived
+/// at barrier `id`; threads == 0 means the whole block (`bar.sync 0`).
+struct Barrier {
+  int id = 0;
+  int threads = 0;
+};
+/// `mbarrier.init.shared::cta.b64`: the mbarrier (8 bytes, 8-aligned) at `byteOffset` (Int32)
+/// of dynamic shared memory starts phase 0, expecting `count` (Int32) arrivals per phase.
+struct MbarrierInit {
+  Expr byteOffset;
+  Expr count;
+};
+/// One arrival on the mbarrier at `byteOffset` (release, CTA scope); with `txBytes` (Int32),
+/// `mbarrier.arrive.expect_tx`: the phase also waits for that many bytes of async copies.
+struct MbarrierArrive {
+  Expr byteOffset;
+  Expr txBytes; // null: a plain arrival
+};
+/// Spins on `mbarrier.try_wait.parity` until the phase of parity `parity` (Int32, 0 or 1) of the
+/// mbarrier at `byteOffset` has completed (acquire, CTA scope).
+struct MbarrierWait {
+  Expr byteOffset;
+  Expr parity;
+};
+/// `fence.mbarrier_init.release.cluster`: orders earlier mbarrier.init before later uses by other
+/// threads (and the async proxy) once a barrier follows.
+struct FenceMbarrierInit {};
+/// `cp.async.bulk.tensor.{N}d` (TMA): copies the box at `coords` (Int32, innermost first) of the
+/// tensor that TensorMap parameter `map` describes into dynamic shared memory at `byteOffset`
+/// (laid out and swizzled as the map says), completing `box bytes` of transactions on the
+/// mbarrier at `barOffset`. Out-of-bounds elements are written as zero.
+struct TmaLoad {
+  int map;
+  std::vector<Expr> coords;
+  Expr byteOffset;
+  Expr barOffset;
+};
+/// `setmaxnreg.{inc|dec}.sync.aligned.u32 regs`, executed by every thread of a warpgroup.
+struct SetMaxNReg {
+  bool increase;
+  int regs;
+};
+/// `wgmma.wait_group pending`; the Float32 variables `vars` (accumulators of the groups it
+/// waits for) are tied to it, so no read of them moves above it.
+struct WgmmaWait {
+  int pending = 0;
+  std::vector<int> vars;
+};
 /// `fence.proxy.async.shared::cta`: makes this thread's earlier generic-proxy shared-memory
 /// writes visible to async-proxy readers (wgmma, TMA) once a barrier follows.
 struct FenceProxyAsync {};
@@ -261,16 +311,34 @@ struct SharedStore {
 
 struct Stmt {
   std::variant<DeclVar, AssignVar, GlobalStore, IfStmt, ForStmt, Barrier, SharedStore,
-               FenceProxyAsync, GlobalAtomic, Printf, CpAsync, CpAsyncCommit, CpAsyncWait>
+               FenceProxyAsync, GlobalAtomic, Printf, CpAsync, CpAsyncCommit, CpAsyncWait,
+               MbarrierInit, MbarrierArrive, MbarrierWait, FenceMbarrierInit, TmaLoad, SetMaxNReg,
+               WgmmaWait>
       op;
 };
 
-enum class ParamKind { Tensor, Scalar, Dim };
+/// TensorMap: a 128-byte `CUtensorMap` passed by value (`__grid_constant__`), which the launch
+/// function encodes from Tensor parameter `tensor` (cuTensorMapEncodeTiled) before each launch.
+/// TmaEnabled: an Int32 the launch function sets to 1 when it could encode every TensorMap of
+/// the launch and to 0 when not (a row stride that is not a multiple of 16 bytes); the kernel
+/// then copies without TMA.
+enum class ParamKind { Tensor, Scalar, Dim, TensorMap, TmaEnabled };
+
+/// What a TensorMap parameter describes: a tiled view of a tensor, innermost dimension first.
+struct TensorMapInfo {
+  int tensor = -1;           // the Tensor parameter's index
+  std::vector<Expr> dims;    // global extents (host-evaluable Int64, as grid expressions)
+  std::vector<Expr> strides; // byte strides of dimensions 1.. (host-evaluable Int64)
+  std::vector<int> box;      // box extents in elements
+  int swizzleBytes = 0;      // 0 (none), 32, 64 or 128
+};
+
 struct Param {
   std::string name;
   ParamKind kind;
-  DType dtype;         // element type of a Tensor, type of a Scalar; Int64 for a Dim
+  DType dtype;         // element type of a Tensor or TensorMap, type of a Scalar; Int64 for a Dim
   int alignBytes = 16; // Tensor: alignment the kernel assumes of the pointer (launch checks it)
+  TensorMapInfo map;   // TensorMap only
 };
 
 struct Kernel {
@@ -312,7 +380,7 @@ Expr mmaSync(Expr a, Expr b, Expr c, DType inputType);
 Expr bitcast(Expr a, Type t);
 Expr sharedAddress(Expr byteOffset);
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
-           bool aMnMajor, bool bMnMajor);
+           bool aMnMajor, bool bMnMajor, int pending = 0);
 
 /// Calls `f(const Expr &)` for each operand of `n`, in field order.
 template <class F> void forEachOperand(const Node &n, F &&f) {

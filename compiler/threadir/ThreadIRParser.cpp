@@ -216,7 +216,7 @@ private:
   Param param() {
     if (cur_.kind != TokKind::Param)
       error(cur_.loc, fmt::format("expected a parameter (%name) but found {}", describe(cur_)));
-    Param p{cur_.text, ParamKind::Scalar, DType::Int32, 0};
+    Param p{cur_.text, ParamKind::Scalar, DType::Int32, 0, {}};
     advance();
     expectPunct(":");
     if (cur_.isIdent("tensor")) {
@@ -230,7 +230,20 @@ private:
       expectPunct(">");
       return p;
     }
-    if (cur_.isIdent("dim")) {
+    if (cur_.isIdent("tensor_map")) {
+      advance();
+      p.kind = ParamKind::TensorMap;
+      p.alignBytes = 0;
+      p.map = tensorMap();
+      p.dtype = (*params_)[p.map.tensor].dtype;
+      return p;
+    }
+    if (cur_.isIdent("tma_enabled")) {
+      advance();
+      p.kind = ParamKind::TmaEnabled;
+      if (cur_.isPunct("<"))
+        p.dtype = typeArgument().elem;
+    } else if (cur_.isIdent("dim")) {
       advance();
       p.kind = ParamKind::Dim;
       p.dtype = DType::Int64;
@@ -244,6 +257,35 @@ private:
       p.alignBytes = smallInt("an alignment");
     }
     return p;
+  }
+
+  // tensor_map<%A, dims (e, ...), strides (e, ...), box (n, ...), swizzle n>
+  TensorMapInfo tensorMap() {
+    TensorMapInfo m;
+    expectPunct("<");
+    SourceLoc at = cur_.loc;
+    m.tensor = paramIndex();
+    if ((*params_)[m.tensor].kind != ParamKind::Tensor)
+      error(at, "a tensor map describes a tensor parameter");
+    auto list = [&](std::string_view field, auto item) {
+      expectPunct(",");
+      expectIdent(field);
+      expectPunct("(");
+      if (!cur_.isPunct(")")) {
+        do
+          item();
+        while (accept(","));
+      }
+      expectPunct(")");
+    };
+    list("dims", [&] { m.dims.push_back(expr()); });
+    list("strides", [&] { m.strides.push_back(expr()); });
+    list("box", [&] { m.box.push_back(smallInt("a box extent")); });
+    expectPunct(",");
+    expectIdent("swizzle");
+    m.swizzleBytes = smallInt("the swizzle width in bytes");
+    expectPunct(">");
+    return m;
   }
 
   int paramIndex() {
@@ -383,11 +425,81 @@ private:
       endOfStatement();
       return {CpAsync{param, index, offset}};
     }
-    if (word == "cp.async.commit" || word == "barrier" || word == "fence.proxy.async.shared") {
+    if (word == "barrier") {
+      advance();
+      Barrier b;
+      if (cur_.kind != TokKind::Newline && cur_.kind != TokKind::End && !cur_.isPunct("}")) {
+        b.id = smallInt("a barrier id");
+        expectPunct(",");
+        b.threads = smallInt("a thread count");
+      }
+      endOfStatement();
+      return {b};
+    }
+    if (word == "mbarrier.init" || word == "mbarrier.arrive" ||
+        word == "mbarrier.arrive.expect_tx" || word == "mbarrier.wait") {
+      advance();
+      Expr bar = sharedOffset();
+      Expr operand;
+      if (word != "mbarrier.arrive") {
+        expectPunct(",");
+        operand = expr();
+      }
+      endOfStatement();
+      if (word == "mbarrier.init")
+        return {MbarrierInit{bar, operand}};
+      if (word == "mbarrier.wait")
+        return {MbarrierWait{bar, operand}};
+      return {MbarrierArrive{bar, operand}};
+    }
+    if (word == "tma.load") {
+      advance();
+      TmaLoad t;
+      t.byteOffset = sharedOffset();
+      expectPunct("<-");
+      t.map = paramIndex();
+      expectPunct("[");
+      do
+        t.coords.push_back(expr());
+      while (accept(","));
+      expectPunct("]");
+      expectPunct(",");
+      expectIdent("mbarrier");
+      t.barOffset = sharedOffset();
+      endOfStatement();
+      return {std::move(t)};
+    }
+    if (word == "setmaxnreg.inc" || word == "setmaxnreg.dec") {
+      advance();
+      int regs = smallInt("a register count");
+      endOfStatement();
+      return {SetMaxNReg{word == "setmaxnreg.inc", regs}};
+    }
+    if (word == "wgmma.wait") {
+      advance();
+      WgmmaWait w;
+      w.pending = smallInt("the number of pending groups");
+      expectPunct("(");
+      if (!cur_.isPunct(")")) {
+        do {
+          SourceLoc at = cur_.loc;
+          auto id = cur_.kind == TokKind::Ident ? varId(cur_.text) : std::nullopt;
+          if (!id)
+            error(at, fmt::format("expected a variable but found {}", describe(cur_)));
+          advance();
+          w.vars.push_back(*id);
+        } while (accept(","));
+      }
+      expectPunct(")");
+      endOfStatement();
+      return {std::move(w)};
+    }
+    if (word == "cp.async.commit" || word == "fence.proxy.async.shared" ||
+        word == "fence.mbarrier_init") {
       advance();
       endOfStatement();
-      if (word == "barrier")
-        return {Barrier{}};
+      if (word == "fence.mbarrier_init")
+        return {FenceMbarrierInit{}};
       if (word == "cp.async.commit")
         return {CpAsyncCommit{}};
       return {FenceProxyAsync{}};
@@ -751,7 +863,8 @@ private:
 
   template <class BadForm>
   Expr wgmma(SourceLoc loc, const std::vector<std::string_view> &parts, BadForm &badForm) {
-    constexpr std::string_view kForm = "wgmma.m64nNk16.DTYPE with .rs, .a_mn_major, .b_mn_major";
+    constexpr std::string_view kForm =
+        "wgmma.m64nNk16.DTYPE with .rs, .a_mn_major, .b_mn_major, .pendingN";
     std::string_view shape = parts.size() >= 3 ? parts[1] : "";
     auto input = parts.size() >= 3 ? parseDType(parts[2]) : std::nullopt;
     if (!input || !shape.starts_with("m64n") || !shape.ends_with("k16") || shape.size() <= 7)
@@ -765,6 +878,13 @@ private:
     std::map<std::string_view, bool *> flags = {
         {"rs", &w.aInRegisters}, {"a_mn_major", &w.aMnMajor}, {"b_mn_major", &w.bMnMajor}};
     for (size_t i = 3; i < parts.size(); ++i) {
+      if (parts[i].starts_with("pending") && !w.pending) {
+        auto n = unsignedValue(parts[i].substr(7));
+        if (!n || *n < 1 || *n > INT_MAX)
+          return badForm(kForm);
+        w.pending = static_cast<int>(*n);
+        continue;
+      }
       auto it = flags.find(parts[i]);
       if (it == flags.end() || *it->second)
         return badForm(kForm);

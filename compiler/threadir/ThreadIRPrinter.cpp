@@ -32,6 +32,7 @@ public:
 private:
   void kernel(const Kernel &k) {
     k_ = &k;
+    lets_.clear();
     std::string params;
     for (const Param &p : k.params)
       params +=
@@ -47,7 +48,7 @@ private:
     out_ += "}\n";
   }
 
-  static std::string paramType(const Param &p) {
+  std::string paramType(const Param &p) {
     // alignBytes means something only for tensors; lowering leaves it 0 elsewhere.
     std::string align = p.alignBytes ? fmt::format(" align {}", p.alignBytes) : "";
     switch (p.kind) {
@@ -58,8 +59,29 @@ private:
     case ParamKind::Dim:
       return p.dtype == DType::Int64 ? "dim" + align
                                      : fmt::format("dim<{}>{}", dtypeName(p.dtype), align);
+    case ParamKind::TensorMap:
+      return tensorMapType(p);
+    case ParamKind::TmaEnabled:
+      return p.dtype == DType::Int32 ? "tma_enabled" + align
+                                     : fmt::format("tma_enabled<{}>{}", dtypeName(p.dtype), align);
     }
     return "?";
+  }
+  std::string tensorMapType(const Param &p) {
+    auto list = [&](const std::vector<Expr> &es) {
+      std::string s;
+      for (const Expr &e : es)
+        s += fmt::format("{}{}", s.empty() ? "" : ", ", expr(e));
+      return s;
+    };
+    std::string box;
+    for (int b : p.map.box)
+      box += fmt::format("{}{}", box.empty() ? "" : ", ", b);
+    std::string tensor = p.map.tensor >= 0 && static_cast<size_t>(p.map.tensor) < k_->params.size()
+                             ? param(p.map.tensor)
+                             : "<bad tensor>";
+    return fmt::format("tensor_map<{}, dims ({}), strides ({}), box ({}), swizzle {}>", tensor,
+                       list(p.map.dims), list(p.map.strides), box, p.map.swizzleBytes);
   }
 
   void body(const Body &b, int depth) {
@@ -186,9 +208,10 @@ private:
     return fmt::format("smem_address({})", expr(a.byteOffset));
   }
   std::string exprOp(const Wgmma &w, const Node &) {
-    std::string s = fmt::format("wgmma.m64n{}k16.{}{}{}{}({}", w.n, dtypeName(w.inputType),
+    std::string s = fmt::format("wgmma.m64n{}k16.{}{}{}{}{}({}", w.n, dtypeName(w.inputType),
                                 w.aInRegisters ? ".rs" : "", w.aMnMajor ? ".a_mn_major" : "",
-                                w.bMnMajor ? ".b_mn_major" : "", expr(w.acc));
+                                w.bMnMajor ? ".b_mn_major" : "",
+                                w.pending ? fmt::format(".pending{}", w.pending) : "", expr(w.acc));
     for (const WgmmaInstr &i : w.instrs)
       s += fmt::format(", [acc {}: {}, {}]", i.accFirst, expr(i.a), expr(i.bDesc));
     return s + ")";
@@ -246,7 +269,47 @@ private:
     body(s.body, depth + 1);
     line(depth, "}");
   }
-  void stmt(const Barrier &, int depth) { line(depth, "barrier"); }
+  void stmt(const Barrier &b, int depth) {
+    line(depth, b.threads == 0 && b.id == 0 ? std::string("barrier")
+                                            : fmt::format("barrier {}, {}", b.id, b.threads));
+  }
+  void stmt(const MbarrierInit &m, int depth) {
+    bindShared({m.byteOffset, m.count}, depth);
+    line(depth, fmt::format("mbarrier.init smem[{}], {}", expr(m.byteOffset), expr(m.count)));
+  }
+  void stmt(const MbarrierArrive &m, int depth) {
+    bindShared({m.byteOffset, m.txBytes}, depth);
+    if (m.txBytes)
+      line(depth, fmt::format("mbarrier.arrive.expect_tx smem[{}], {}", expr(m.byteOffset),
+                              expr(m.txBytes)));
+    else
+      line(depth, fmt::format("mbarrier.arrive smem[{}]", expr(m.byteOffset)));
+  }
+  void stmt(const MbarrierWait &m, int depth) {
+    bindShared({m.byteOffset, m.parity}, depth);
+    line(depth, fmt::format("mbarrier.wait smem[{}], {}", expr(m.byteOffset), expr(m.parity)));
+  }
+  void stmt(const FenceMbarrierInit &, int depth) { line(depth, "fence.mbarrier_init"); }
+  void stmt(const TmaLoad &t, int depth) {
+    std::vector<Expr> roots = t.coords;
+    roots.push_back(t.byteOffset);
+    roots.push_back(t.barOffset);
+    bindShared(roots, depth);
+    std::string coords;
+    for (const Expr &c : t.coords)
+      coords += fmt::format("{}{}", coords.empty() ? "" : ", ", expr(c));
+    line(depth, fmt::format("tma.load smem[{}] <- {}[{}], mbarrier smem[{}]", expr(t.byteOffset),
+                            param(t.map), coords, expr(t.barOffset)));
+  }
+  void stmt(const SetMaxNReg &r, int depth) {
+    line(depth, fmt::format("setmaxnreg.{} {}", r.increase ? "inc" : "dec", r.regs));
+  }
+  void stmt(const WgmmaWait &w, int depth) {
+    std::string vars;
+    for (int v : w.vars)
+      vars += fmt::format("{}v{}", vars.empty() ? "" : ", ", v);
+    line(depth, fmt::format("wgmma.wait {} ({})", w.pending, vars));
+  }
   void stmt(const FenceProxyAsync &, int depth) { line(depth, "fence.proxy.async.shared"); }
   void stmt(const SharedStore &s, int depth) {
     bindShared({s.byteOffset, s.value}, depth);

@@ -114,6 +114,10 @@ private:
         error(&p, fmt::format("alignment {} is not a power of two", p.alignBytes));
       if (p.kind == ParamKind::Dim && p.dtype != DType::Int64)
         error(&p, fmt::format("a dimension parameter is int64, not {}", dtypeName(p.dtype)));
+      if (p.kind == ParamKind::TmaEnabled && p.dtype != DType::Int32)
+        error(&p, fmt::format("a tma_enabled parameter is int32, not {}", dtypeName(p.dtype)));
+      if (p.kind == ParamKind::TensorMap)
+        tensorMap(p);
     }
     if (k.threads < 1 || k.threads > 1024)
       error(&k, fmt::format("block size {} outside 1..1024", k.threads));
@@ -125,6 +129,33 @@ private:
         requireType(g.get(), g, kInt64, "a grid expression");
       }
     body(k.body);
+  }
+
+  void tensorMap(const Param &p) {
+    const TensorMapInfo &m = p.map;
+    const Param *t = tensor(&p, m.tensor);
+    if (t && t->dtype != p.dtype)
+      error(&p, fmt::format("tensor map of {} over a {} tensor", dtypeName(p.dtype),
+                            dtypeName(t->dtype)));
+    size_t rank = m.box.size();
+    if (rank < 1 || rank > 5 || m.dims.size() != rank || m.strides.size() + 1 != rank)
+      error(&p, fmt::format("tensor map '{}' needs 1 to 5 dimensions, as many extents and box "
+                            "sizes, and one stride fewer",
+                            p.name));
+    for (int b : m.box)
+      if (b < 1 || b > 256)
+        error(&p, fmt::format("box extent {} outside 1..256", b));
+    if (m.swizzleBytes != 0 && m.swizzleBytes != 32 && m.swizzleBytes != 64 &&
+        m.swizzleBytes != 128)
+      error(&p, fmt::format("swizzle {} (0, 32, 64 or 128 bytes)", m.swizzleBytes));
+    for (const std::vector<Expr> *list : {&m.dims, &m.strides})
+      for (const Expr &e : *list)
+        if (!e)
+          error(&p, "missing tensor map extent or stride");
+        else if (hostExpr(e)) {
+          node(e);
+          requireType(&p, e, kInt64, "a tensor map extent or stride");
+        }
   }
 
   // Grid expressions are evaluated by the generated header on the host.
@@ -139,7 +170,8 @@ private:
             return op.op != BinOp::Pow && op.op < BinOp::BitAnd;
           else if constexpr (std::is_same_v<T, ParamRef>)
             return op.index < 0 || static_cast<size_t>(op.index) >= k_->params.size() ||
-                   (k_->params[op.index].kind != ParamKind::Tensor &&
+                   ((k_->params[op.index].kind == ParamKind::Dim ||
+                     k_->params[op.index].kind == ParamKind::Scalar) &&
                     !isFloat(k_->params[op.index].dtype));
           else
             return std::is_same_v<T, ConstInt> || std::is_same_v<T, Select> ||
@@ -240,7 +272,69 @@ private:
     requireType(s, f.step, f.varType, "the loop step");
     body(f.body);
   }
-  void stmt(const Barrier &, const Stmt *) {}
+  void stmt(const Barrier &b, const Stmt *s) {
+    if (b.id < 0 || b.id > 15)
+      error(s, fmt::format("barrier id {} outside 0..15", b.id));
+    if (b.threads < 0 || b.threads % 32 != 0 || b.threads > k_->threads)
+      error(s, fmt::format("barrier of {} threads (a multiple of 32, at most the block's {})",
+                           b.threads, k_->threads));
+  }
+  void mbarrier(const Stmt *s, const Expr &bar) {
+    node(bar);
+    requireType(s, bar, kInt32, "an mbarrier offset");
+    requireSharedMemory(s);
+  }
+  void stmt(const MbarrierInit &m, const Stmt *s) {
+    mbarrier(s, m.byteOffset);
+    node(m.count);
+    requireType(s, m.count, kInt32, "an arrival count");
+  }
+  void stmt(const MbarrierArrive &m, const Stmt *s) {
+    mbarrier(s, m.byteOffset);
+    if (m.txBytes) {
+      node(m.txBytes);
+      requireType(s, m.txBytes, kInt32, "a transaction byte count");
+    }
+  }
+  void stmt(const MbarrierWait &m, const Stmt *s) {
+    mbarrier(s, m.byteOffset);
+    node(m.parity);
+    requireType(s, m.parity, kInt32, "a phase parity");
+  }
+  void stmt(const FenceMbarrierInit &, const Stmt *) {}
+  void stmt(const TmaLoad &t, const Stmt *s) {
+    const Param *p = param(s, t.map);
+    if (p && p->kind != ParamKind::TensorMap) {
+      error(s, fmt::format("'{}' is not a tensor map parameter", p->name));
+      p = nullptr;
+    }
+    if (p && t.coords.size() != p->map.box.size())
+      error(s, fmt::format("{} coordinates for the {}-dimensional tensor map '{}'", t.coords.size(),
+                           p->map.box.size(), p->name));
+    for (const Expr &c : t.coords) {
+      node(c);
+      requireType(s, c, kInt32, "a tensor map coordinate");
+    }
+    node(t.byteOffset);
+    requireType(s, t.byteOffset, kInt32, "a shared memory offset");
+    mbarrier(s, t.barOffset);
+  }
+  void stmt(const SetMaxNReg &r, const Stmt *s) {
+    if (r.regs < 24 || r.regs > 256 || r.regs % 8 != 0)
+      error(s, fmt::format("setmaxnreg {} (24 to 256, a multiple of 8)", r.regs));
+  }
+  void stmt(const WgmmaWait &w, const Stmt *s) {
+    if (w.pending < 0 || w.pending > 7)
+      error(s, fmt::format("wgmma.wait {} (0 to 7 pending groups)", w.pending));
+    for (int v : w.vars) {
+      auto it = vars_.find(v);
+      if (it == vars_.end())
+        error(s, fmt::format("v{} is not declared", v));
+      else if (!(it->second == Type{DType::Float32, 1}))
+        error(s, fmt::format("wgmma.wait ties v{} of type {} (float32 accumulators)", v,
+                             ts(it->second)));
+    }
+  }
   void stmt(const FenceProxyAsync &, const Stmt *) {}
   void stmt(const SharedStore &st, const Stmt *s) {
     node(st.byteOffset);
@@ -284,7 +378,7 @@ private:
     const Param *p = param(&n, r.index);
     if (!p)
       return;
-    if (p->kind == ParamKind::Tensor) {
+    if (p->kind == ParamKind::Tensor || p->kind == ParamKind::TensorMap) {
       error(&n, fmt::format("tensor parameter '{}' used as a value", p->name));
       return;
     }
@@ -430,6 +524,8 @@ private:
       error(&n, fmt::format("wgmma on {} (float16 or bfloat16)", dtypeName(w.inputType)));
     if (w.aInRegisters && w.aMnMajor)
       error(&n, "wgmma with A in registers cannot be MN-major");
+    if (w.pending < 0 || w.pending > 7)
+      error(&n, fmt::format("wgmma leaving {} groups pending (0 to 7)", w.pending));
     if (w.instrs.empty())
       error(&n, "wgmma without instructions");
     if (!(n.type == w.acc->type))

@@ -111,6 +111,74 @@ inline CUresult checkGrid(std::int64_t x, std::int64_t y, std::int64_t z) {
 
 // ---- Grid arithmetic, with the language's (Python's) integer semantics. A zero divisor gives 0,
 // which checkGrid then rejects instead of the host crashing.
+// ---- TMA tensor maps ---------------------------------------------------------------------
+// A kernel that loads tiles by TMA takes one CUtensorMap per tiled view of a tensor, encoded
+// here from the launch's pointer and dimensions. Encoding costs about a microsecond, so each
+// launch site keeps the last map it encoded and reuses it while pointer and extents repeat.
+
+struct TensorMapCache {
+  std::mutex mutex;
+  bool valid = false;
+  bool ok = false;
+  CUdeviceptr ptr = 0;
+  std::int64_t dims[5] = {};
+  std::int64_t strides[4] = {};
+  CUtensorMap map;
+};
+
+/// Encodes (or finds in `cache`) the map of a `rank`-dimensional tiled view of the tensor at
+/// `ptr`: `dims` in elements and `strides` (dimensions 1..) in bytes, innermost first, boxes of
+/// `box` elements, swizzled by `swizzle`, out-of-bounds elements read as zero. Sets `*ok` to
+/// false, and returns CUDA_SUCCESS, when TMA cannot address the tensor (a stride not a multiple
+/// of 16 bytes, an extent beyond 2^32): the kernel then copies without TMA.
+inline CUresult tensorMap(TensorMapCache &cache, CUtensorMap *out, CUtensorMapDataType type,
+                          unsigned rank, CUdeviceptr ptr, const std::int64_t *dims,
+                          const std::int64_t *strides, const unsigned *box,
+                          CUtensorMapSwizzle swizzle, bool *ok) {
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  bool same = cache.valid && cache.ptr == ptr;
+  for (unsigned i = 0; same && i < rank; ++i)
+    same = cache.dims[i] == dims[i] && (i + 1 == rank || cache.strides[i] == strides[i]);
+  if (!same) {
+    cuuint64_t gdims[5], gstrides[4];
+    cuuint32_t boxes[5], elementStrides[5];
+    bool fits = ptr % 16 == 0;
+    for (unsigned i = 0; i < rank; ++i) {
+      fits = fits && dims[i] > 0 && dims[i] <= (std::int64_t{1} << 32);
+      gdims[i] = static_cast<cuuint64_t>(dims[i]);
+      boxes[i] = box[i];
+      elementStrides[i] = 1;
+      if (i + 1 < rank) {
+        fits =
+            fits && strides[i] > 0 && strides[i] % 16 == 0 && strides[i] < (std::int64_t{1} << 40);
+        gstrides[i] = static_cast<cuuint64_t>(strides[i]);
+      }
+    }
+    cache.ok = false;
+    if (fits) {
+      CUresult r = cuTensorMapEncodeTiled(
+          &cache.map, type, rank, reinterpret_cast<void *>(ptr), gdims, gstrides, boxes,
+          elementStrides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+          CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+      if (r != CUDA_SUCCESS) {
+        cache.valid = false;
+        return r;
+      }
+      cache.ok = true;
+    }
+    cache.valid = true;
+    cache.ptr = ptr;
+    for (unsigned i = 0; i < rank; ++i) {
+      cache.dims[i] = dims[i];
+      if (i + 1 < rank)
+        cache.strides[i] = strides[i];
+    }
+  }
+  *ok = *ok && cache.ok;
+  *out = cache.ok ? cache.map : CUtensorMap{};
+  return CUDA_SUCCESS;
+}
+
 inline std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
   if (b == 0)
     return 0;

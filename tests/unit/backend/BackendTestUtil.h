@@ -16,13 +16,13 @@ namespace tilec::test {
 using namespace tilec::thir;
 
 inline Param tensor(std::string name, DType t, int align = 16) {
-  return Param{std::move(name), ParamKind::Tensor, t, align};
+  return Param{std::move(name), ParamKind::Tensor, t, align, {}};
 }
 inline Param dim(std::string name) {
-  return Param{std::move(name), ParamKind::Dim, DType::Int64, 1};
+  return Param{std::move(name), ParamKind::Dim, DType::Int64, 1, {}};
 }
 inline Param scalar(std::string name, DType t) {
-  return Param{std::move(name), ParamKind::Scalar, t, 1};
+  return Param{std::move(name), ParamKind::Scalar, t, 1, {}};
 }
 
 inline Stmt decl(int id, Expr init) {

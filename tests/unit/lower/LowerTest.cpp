@@ -64,9 +64,11 @@ int bufferId(const tile::Kernel &k, const std::string &name) {
 
 /// How many statements of each kind the thread IR holds, nested bodies included.
 struct Counts {
-  int cpAsync = 0, commit = 0, wait = 0, barrier = 0, fence = 0;
+  int cpAsync = 0, commit = 0, wait = 0, barrier = 0, fence = 0, tma = 0, mbarrierWait = 0;
   void body(const thir::Body &b) {
     for (const thir::Stmt &s : b) {
+      tma += std::holds_alternative<thir::TmaLoad>(s.op);
+      mbarrierWait += std::holds_alternative<thir::MbarrierWait>(s.op);
       cpAsync += std::holds_alternative<thir::CpAsync>(s.op);
       commit += std::holds_alternative<thir::CpAsyncCommit>(s.op);
       wait += std::holds_alternative<thir::CpAsyncWait>(s.op);
@@ -85,7 +87,7 @@ struct Counts {
 lower::ProgramPlan plan(Compiled &c, const target::TargetInfo &t) {
   lower::ProgramPlan p;
   REQUIRE(lower::inferLayouts(*c.program, t, c.diags, p));
-  lower::planPipelines(*c.program, p);
+  lower::planPipelines(*c.program, t, p);
   lower::planShared(*c.program, t, p);
   return p;
 }
@@ -123,7 +125,13 @@ TEST_CASE("plan-pipelines and plan-shared: stages, versions and offsets") {
   // B follows A's three versions, on the swizzle period.
   CHECK(kp.shared.at(b).offset == 3 * 128 * 64 * 2);
   CHECK(kp.shared.at(b).offset % arch("sm_90a").sharedBufferAlign == 0);
-  CHECK(kp.scratchBase == kp.shared.at(b).offset + 3 * 64 * 128 * 2);
+  // sm_90a: warp-specialized, the three full and three empty mbarriers after the buffers.
+  CHECK(pipe.warpSpecialized);
+  CHECK(pipe.gemmInFlight);
+  CHECK(pipe.barrierOffset == kp.shared.at(b).offset + 3 * 64 * 128 * 2);
+  CHECK(kp.scratchBase == pipe.barrierOffset + 6 * 8);
+  lower::ProgramPlan ampere = plan(c, arch("sm_80"));
+  CHECK_FALSE(ampere.kernels[0].pipelines.begin()->second.warpSpecialized);
 }
 
 TEST_CASE("plan-shared gives a pipeline fewer stages where the target's shared memory ends") {
@@ -162,12 +170,27 @@ TEST_CASE("lower-to-thread-ir follows the plan: cp.async pipelines only where it
   lower::ProgramPlan p = plan(c, opts.target);
   auto lowered = lower::lowerToThreadIR(*c.program, p, c.diags, opts);
   REQUIRE_MESSAGE(lowered, c.diags.renderAll());
+  Counts ws;
+  ws.body(lowered->module.kernels[0].body);
+  CHECK(ws.tma == 3);          // A in one box, B's two 64-column panels in one box each
+  CHECK(ws.mbarrierWait == 3); // producer: empty (TMA and plain paths); consumers: full
+  CHECK(ws.cpAsync == 0);
+  CHECK(lowered->module.kernels[0].threads == 128 + lower::kProducerThreads);
+  CHECK(lowered->module.kernels[0].dynamicSharedBytes == p.kernels[0].scratchBase);
+
+  // Not warp-specialized: the copies are issued ahead by cp.async in every thread.
+  for (auto &[loop, pipe] : p.kernels[0].pipelines)
+    pipe.warpSpecialized = false;
+  lower::planShared(*c.program, opts.target, p);
+  lowered = lower::lowerToThreadIR(*c.program, p, c.diags, opts);
+  REQUIRE_MESSAGE(lowered, c.diags.renderAll());
   Counts piped;
   piped.body(lowered->module.kernels[0].body);
   CHECK(piped.cpAsync > 0);
+  CHECK(piped.tma == 0);
   CHECK(piped.commit == 3); // two in the prologue, one per iteration
   CHECK(piped.fence == 1);  // sm_90: once at the top of the pipelined body
-  CHECK(lowered->module.kernels[0].dynamicSharedBytes == p.kernels[0].scratchBase);
+  CHECK(lowered->module.kernels[0].threads == 128);
 
   // The same program with the pipeline taken out of the plan: plain copies, one version each.
   lower::ProgramPlan unpiped;

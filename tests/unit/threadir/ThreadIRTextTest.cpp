@@ -50,12 +50,15 @@ Module everything() {
   k.name = "all";
   k.threads = 256;
   k.dynamicSharedBytes = 65536;
-  k.params = {{"A", ParamKind::Tensor, DType::Float16, 8},
-              {"out", ParamKind::Tensor, DType::Float32, 16},
-              {"alpha", ParamKind::Scalar, DType::Float32, 0},
-              {"flag", ParamKind::Scalar, DType::Bool, 4},
-              {"N", ParamKind::Dim, DType::Int64, 1}};
+  k.params = {{"A", ParamKind::Tensor, DType::Float16, 8, {}},
+              {"out", ParamKind::Tensor, DType::Float32, 16, {}},
+              {"alpha", ParamKind::Scalar, DType::Float32, 0, {}},
+              {"flag", ParamKind::Scalar, DType::Bool, 4, {}},
+              {"N", ParamKind::Dim, DType::Int64, 1, {}}};
   Expr n = param(4, DType::Int64);
+  TensorMapInfo map{0, {constInt(64), n}, {binary(BinOp::Mul, n, constInt(2))}, {64, 32}, 128};
+  k.params.push_back({"A_map", ParamKind::TensorMap, DType::Float16, 0, map});
+  k.params.push_back({"tma", ParamKind::TmaEnabled, DType::Int32, 0, {}});
   k.grid[0] = binary(BinOp::FloorDiv, binary(BinOp::Add, n, constInt(127)), constInt(128));
   k.grid[2] = select(binary(BinOp::Gt, n, constInt(4)), constInt(2), constInt(1));
 
@@ -72,7 +75,7 @@ Module everything() {
   Expr wg = wgmma(var(3, {DType::Float32, 64}), {{desc, desc, 0}, {desc, desc, 32}}, 64,
                   DType::Float16, false, true, true);
   Expr wgRs = wgmma(var(3, {DType::Float32, 64}), {{frag, desc, 0}}, 128, DType::BFloat16, true,
-                    false, false);
+                    false, false, 1);
   Expr shared = binary(BinOp::Add, x, x); // x shared: printed once as a let
 
   Body loop = {
@@ -84,6 +87,19 @@ Module everything() {
       stmt(Barrier{}),
       stmt(AssignVar{3, wg}),
       stmt(AssignVar{3, wgRs}),
+      stmt(MbarrierInit{constInt(1024, DType::Int32), constInt(1, DType::Int32)}),
+      stmt(FenceMbarrierInit{}),
+      stmt(MbarrierArrive{constInt(1024, DType::Int32), constInt(4096, DType::Int32)}),
+      stmt(TmaLoad{5,
+                   {constInt(0, DType::Int32), cast(tid, kI32)},
+                   constInt(0, DType::Int32),
+                   constInt(1024, DType::Int32)}),
+      stmt(MbarrierWait{constInt(1024, DType::Int32), param(6, DType::Int32)}),
+      stmt(MbarrierArrive{constInt(1032, DType::Int32), nullptr}),
+      stmt(SetMaxNReg{true, 232}),
+      stmt(SetMaxNReg{false, 40}),
+      stmt(WgmmaWait{0, {0, 5}}),
+      stmt(Barrier{1, 128}),
   };
   Body then = {stmt(GlobalAtomic{1, idx, unary(UnOp::Exp, x)}),
                stmt(Printf{"tid %d \"x\"=%f\n\t\x01\xff", {tid, x}})};
@@ -273,13 +289,22 @@ TEST_CASE("the verifier reports what codegen would treat as a compiler bug") {
 TEST_CASE("a builder-made module with errors is reported by kernel") {
   Kernel k;
   k.name = "k";
-  k.params = {{"A", ParamKind::Tensor, DType::Float32, 16}};
+  k.params = {{"A", ParamKind::Tensor, DType::Float32, 16, {}}};
   k.body = {Stmt{GlobalStore{0, constInt(0), var(5, {DType::Float32, 1}), 4}},
             Stmt{GlobalStore{1, constInt(0), constFloat(1.0), 4}}};
   Module m{"m", {k}};
   std::string errors = verifyErrors(m);
   CHECK(has(errors, "error: in kernel 'k': v5 used before its declaration"));
   CHECK(has(errors, "error: in kernel 'k': parameter index 1 out of range"));
+
+  // What the parser cannot produce: a map whose element type is not its tensor's, a null extent.
+  Kernel t;
+  t.name = "t";
+  t.params = {{"A", ParamKind::Tensor, DType::Float32, 16, {}},
+              {"M", ParamKind::TensorMap, DType::Float16, 0, {0, {nullptr}, {}, {8}, 0}}};
+  std::string mapErrors = verifyErrors(Module{"m", {t}});
+  CHECK(has(mapErrors, "tensor map of float16 over a float32 tensor"));
+  CHECK(has(mapErrors, "missing tensor map extent or stride"));
 }
 
 TEST_CASE("no input crashes the parser") {

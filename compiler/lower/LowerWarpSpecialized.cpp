@@ -1,0 +1,310 @@
+// Lowering of warp-specialized pipelines (PipelinePlan::warpSpecialized, sm_90a): the kernel
+// gains a producer warpgroup after its `threads` consumer threads.
+//
+//   all threads:  thread 0 initializes full[s] (1 arrival + the stage's bytes; 128 arrivals when
+//                 the launch could not encode the tensor maps) and empty[s] (one arrival per
+//                 consumer thread); fence; bar.sync 0; the statements before the loop
+//   producer:     setmaxnreg.dec; for each iteration it, slot s = it % S, phase = it / S % 2:
+//                 wait empty[s] (parity phase ^ 1, so the first pass through the ring does not
+//                 wait); one thread: arrive.expect_tx(full[s]) and one TMA box per panel of each
+//                 copy (or, without tensor maps, all producer threads copy element by element,
+//                 fence the async proxy and arrive)
+//   consumers:    setmaxnreg.inc; for each iteration: wait full[s] (parity phase); the body;
+//                 release slot s by arriving on empty[s] — with the gemm in flight, release the
+//                 previous iteration's slot once its wgmma group completed (wait_group 1); then
+//                 the statements after the loop, whose block barriers become named barriers of
+//                 the consumer threads (the producer has left)
+#include "lower/LowerImpl.h"
+
+#include "tileir/Arith.h"
+
+#include <fmt/format.h>
+
+namespace tilec::lower::detail {
+
+namespace {
+
+thir::Expr add(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Add, a, b); }
+thir::Expr sub(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Sub, a, b); }
+thir::Expr mul(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::Mul, a, i32(b)); }
+// Loop counters are never negative: C division.
+thir::Expr quot(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::Div, a, i32(b)); }
+thir::Expr rem(thir::Expr a, int64_t b) { return sub(a, mul(quot(a, b), b)); }
+thir::Expr lt(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Lt, a, b); }
+thir::Expr eq(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Eq, a, b); }
+
+/// Registers per thread for the producer and the consumers when the block has more threads
+/// than can each hold 255 registers (none otherwise): the producer keeps 40, the consumers take
+/// what the register file has left (64512 = 504 * 128 registers can be handed around; more
+/// deadlocks setmaxnreg.inc, TileLang's annotate_warp_group_reg_alloc).
+std::optional<std::pair<int, int>> registerSplit(int consumers, const target::TargetInfo &t) {
+  int total = consumers + kProducerThreads;
+  if (static_cast<int64_t>(total) * t.registersPerThread <= t.registersPerSM)
+    return std::nullopt;
+  const int pool = 64512, producer = 40;
+  int consumer = (pool - kProducerThreads * producer) / consumers / 8 * 8;
+  consumer = std::min(consumer, 256);
+  return std::make_pair(producer, consumer);
+}
+
+} // namespace
+
+const PipelinePlan *KernelLowering::warpSpecializedLoop() const {
+  for (const auto &[loop, p] : pipelines_)
+    if (p.warpSpecialized)
+      return &p;
+  return nullptr;
+}
+
+void KernelLowering::addTensorMaps(const PipelinePlan &plan) {
+  for (const tile::Stmt *st : plan.copies) {
+    const tile::Copy &c = std::get<tile::Copy>(st->op);
+    const tile::BufferPtr &src = c.src.buffer;
+    const analysis::SharedLayout &l = shared_.at(c.dst.buffer->id).layout;
+    thir::TensorMapInfo m;
+    m.tensor = src->paramIndex;
+    m.box = {static_cast<int>(l.panelBytes / l.elementBytes), static_cast<int>(l.rows)};
+    m.swizzleBytes = l.swizzleBytes;
+    thir::Expr rows = hostExpr(src->shape[0]), cols = hostExpr(src->shape[1]);
+    if (!rows || !cols)
+      return;
+    m.dims = {cols, rows};
+    m.strides = {
+        thir::binary(thir::BinOp::Mul, cols, thir::constInt(dtypeBytes(src->dtype), DType::Int64))};
+    // One map per tensor and box: copies of the same view share it.
+    int index = -1;
+    for (size_t i = 0; i < out_.params.size(); ++i) {
+      const thir::Param &p = out_.params[i];
+      if (p.kind == thir::ParamKind::TensorMap && p.map.tensor == m.tensor && p.map.box == m.box &&
+          p.map.swizzleBytes == m.swizzleBytes)
+        index = static_cast<int>(i);
+    }
+    if (index < 0) {
+      index = static_cast<int>(out_.params.size());
+      out_.params.push_back({fmt::format("{}_tma{}", src->name, index), thir::ParamKind::TensorMap,
+                             src->dtype, 0, std::move(m)});
+    }
+    tensorMapOf_[st] = index;
+  }
+  tmaEnabledParam_ = static_cast<int>(out_.params.size());
+  out_.params.push_back({"tilec_tma", thir::ParamKind::TmaEnabled, DType::Int32, 0, {}});
+}
+
+thir::Stmt KernelLowering::barrier() const {
+  return {thir::Barrier{barrierThreads_ ? 1 : 0, barrierThreads_}};
+}
+
+void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::Body &out) {
+  const int C = static_cast<int>(k_.threads), S = plan.stages;
+  out_.threads = C + kProducerThreads;
+  addTensorMaps(plan);
+  if (failed_)
+    return;
+  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  thir::Expr tma = eq(thir::param(tmaEnabledParam_, DType::Int32), i32(1));
+  auto full = [&](thir::Expr s) { return add(i32(plan.barrierOffset), mul(s, 8)); };
+  auto empty = [&](thir::Expr s) { return add(i32(plan.barrierOffset + 8 * S), mul(s, 8)); };
+  {
+    thir::IfStmt init{eq(tid, i32(0)), {}, {}};
+    for (int s = 0; s < S; ++s) {
+      init.then.push_back(
+          {thir::MbarrierInit{full(i32(s)), thir::select(tma, i32(1), i32(kProducerThreads))}});
+      init.then.push_back({thir::MbarrierInit{empty(i32(s)), i32(C)}});
+    }
+    init.then.push_back({thir::FenceMbarrierInit{}});
+    out.push_back({std::move(init)});
+    out.push_back({thir::Barrier{}});
+  }
+  // The statements before the loop run in every thread (plan-pipelines checked they only bind
+  // values and clear registers); the loop and the rest run in the consumers.
+  const tile::Stmt *loopStmt = nullptr;
+  size_t next = 0;
+  for (; next < k_.body.size(); ++next) {
+    const tile::Stmt &st = k_.body[next];
+    if (auto *f = std::get_if<tile::For>(&st.op);
+        f && pipelines_.count(f) && &pipelines_.at(f) == &plan) {
+      loopStmt = &st;
+      break;
+    }
+    lowerStmt(st, out, {});
+    if (failed_)
+      return;
+  }
+  if (!loopStmt)
+    throw std::logic_error("the warp-specialized loop is not a statement of the kernel body");
+  const tile::For &f = std::get<tile::For>(loopStmt->op);
+  thir::Expr begin = lowerExpr(f.begins[0], {}), extent = lowerExpr(f.extents[0], {});
+  if (!begin || !extent)
+    return;
+  Type i32t{DType::Int32};
+  begin = thir::cast(begin, i32t);
+  int nVar = nextVar_++;
+  out.push_back({thir::DeclVar{nVar, i32t, thir::cast(extent, i32t)}});
+  thir::Expr n = thir::var(nVar, i32t);
+  auto split = registerSplit(C, opts_.target);
+
+  thir::IfStmt roles{thir::binary(thir::BinOp::Ge, tid, i32(C)), {}, {}};
+  // ---- Producer ----------------------------------------------------------------------------
+  thir::Body &producer = roles.then;
+  if (split)
+    producer.push_back({thir::SetMaxNReg{false, split->first}});
+  auto producerLoop = [&](bool useTma, thir::Body &into) {
+    thir::ForStmt loop;
+    loop.var = nextVar_++;
+    loop.varType = i32t;
+    loop.begin = i32(0);
+    loop.end = n;
+    loop.step = i32(1);
+    thir::Expr it = thir::var(loop.var, i32t);
+    thir::Expr slot = rem(it, S), phase = rem(quot(it, S), 2);
+    loop.body.push_back(
+        {thir::MbarrierWait{empty(slot), thir::binary(thir::BinOp::BitXor, phase, i32(1))}});
+    bind(*f.vars[0], add(begin, it));
+    std::set<int> savedDeclared = declaredHere_;
+    for (const tile::Stmt *l : plan.lets)
+      lowerStmt(*l, loop.body, {});
+    int64_t bytes = 0;
+    for (const tile::Stmt *st : plan.copies)
+      bytes += shared_.at(std::get<tile::Copy>(st->op).dst.buffer->id).layout.bytes();
+    if (useTma)
+      loop.body.push_back({thir::MbarrierArrive{full(slot), i32(bytes)}});
+    for (const tile::Stmt *st : plan.copies) {
+      const tile::Copy &c = std::get<tile::Copy>(st->op);
+      const SharedBuffer &sb = shared_.at(c.dst.buffer->id);
+      const analysis::SharedLayout &l = sb.layout;
+      thir::Expr version = mul(slot, l.bytes());
+      thir::Expr r0 = lowerExpr(c.src.dims[0].begin, {}), c0 = lowerExpr(c.src.dims[1].begin, {});
+      if (!r0 || !c0)
+        return;
+      r0 = thir::cast(r0, i32t);
+      c0 = thir::cast(c0, i32t);
+      if (useTma) {
+        int64_t boxCols = l.panelBytes / l.elementBytes;
+        for (int64_t p = 0; p * l.panelBytes < l.rowBytes; ++p)
+          loop.body.push_back(
+              {thir::TmaLoad{tensorMapOf_.at(st),
+                             {p == 0 ? c0 : add(c0, i32(p * boxCols)), r0},
+                             add(i32(sb.offset + p * l.rows * l.panelBytes), version),
+                             full(slot)}});
+      } else {
+        stageOffset_[c.dst.buffer->id] = version;
+        copyElementwise(c, r0, c0, sub(tid, i32(C)), loop.body);
+        stageOffset_.erase(c.dst.buffer->id);
+      }
+    }
+    if (!useTma) {
+      loop.body.push_back({thir::FenceProxyAsync{}});
+      loop.body.push_back({thir::MbarrierArrive{full(slot), nullptr}});
+    }
+    declaredHere_ = savedDeclared;
+    into.push_back({std::move(loop)});
+  };
+  thir::IfStmt which{tma, {}, {}};
+  thir::IfStmt leader{eq(tid, i32(C)), {}, {}};
+  producerLoop(true, leader.then);
+  which.then.push_back({std::move(leader)});
+  producerLoop(false, which.otherwise);
+  producer.push_back({std::move(which)});
+  if (failed_)
+    return;
+
+  // ---- Consumers ---------------------------------------------------------------------------
+  thir::Body &consumer = roles.otherwise;
+  if (split)
+    consumer.push_back({thir::SetMaxNReg{true, split->second}});
+  barrierThreads_ = C;
+  const tile::Gemm *inFlight = nullptr;
+  if (plan.gemmInFlight)
+    for (const tile::Stmt &st : f.body)
+      if (auto *g = std::get_if<tile::Gemm>(&st.op); g && !g->clearAccum && isOnChip(g->c.buffer) &&
+                                                     fragmentLayouts_.at(g->c.buffer->id).warpgroup)
+        inFlight = g;
+  {
+    thir::ForStmt loop;
+    loop.var = nextVar_++;
+    loop.varType = i32t;
+    loop.begin = i32(0);
+    loop.end = n;
+    loop.step = i32(1);
+    thir::Expr it = thir::var(loop.var, i32t);
+    thir::Expr slot = rem(it, S), phase = rem(quot(it, S), 2);
+    loop.body.push_back({thir::MbarrierWait{full(slot), phase}});
+    for (const tile::Stmt *st : plan.copies) {
+      const tile::BufferPtr &b = std::get<tile::Copy>(st->op).dst.buffer;
+      stageOffset_[b->id] = mul(slot, shared_.at(b->id).layout.bytes());
+    }
+    std::optional<Interval> r;
+    auto b0 = tile::asConstInt(f.begins[0]), n0 = tile::asConstInt(f.extents[0]);
+    if (b0 && n0)
+      r = Interval{*b0, *b0 + std::max<int64_t>(*n0 - 1, 0)};
+    bind(*f.vars[0], add(begin, it), r);
+    // What the mbarrier wait made visible needs no fence or barrier before a wgmma reads it.
+    smemRead_ = smemWritten_ = false;
+    fencedPoint_ = std::make_pair(&loop.body, loop.body.size());
+    wgmmaPending_ = inFlight ? 1 : 0;
+    std::set<const tile::Stmt *> issued(plan.copies.begin(), plan.copies.end());
+    for (const tile::Stmt &st : f.body) {
+      if (failed_)
+        return;
+      if (!issued.count(&st))
+        lowerStmt(st, loop.body, {});
+    }
+    wgmmaPending_ = 0;
+    fencedPoint_.reset();
+    if (inFlight) {
+      // The group of iteration it - 1 has completed (wait_group 1 in the wgmma): its slot is free.
+      thir::Expr previous = rem(add(it, i32(S - 1)), S);
+      loop.body.push_back({thir::IfStmt{thir::binary(thir::BinOp::Gt, it, i32(0)),
+                                        {{thir::MbarrierArrive{empty(previous), nullptr}}},
+                                        {}}});
+    } else {
+      // Nothing of this iteration reads the slot any more (wgmma waited for its group).
+      loop.body.push_back({thir::MbarrierArrive{empty(slot), nullptr}});
+    }
+    for (const tile::Stmt *st : plan.copies)
+      stageOffset_.erase(std::get<tile::Copy>(st->op).dst.buffer->id);
+    consumer.push_back({std::move(loop)});
+    if (inFlight)
+      consumer.push_back({thir::WgmmaWait{0, slotVars_.at(inFlight->c.buffer->id)}});
+    forgetSharedState();
+  }
+  for (size_t i = next + 1; i < k_.body.size(); ++i) {
+    if (failed_)
+      return;
+    lowerStmt(k_.body[i], consumer, {});
+  }
+  barrierThreads_ = 0;
+  out.push_back({std::move(roles)});
+}
+
+void KernelLowering::copyElementwise(const tile::Copy &c, thir::Expr r0, thir::Expr c0,
+                                     thir::Expr ptid, thir::Body &out) {
+  const tile::BufferPtr &src = c.src.buffer, &dst = c.dst.buffer;
+  std::vector<int64_t> shape = constShape(dst);
+  Type i32t{DType::Int32}, i64t{DType::Int64};
+  thir::Expr rows = thir::cast(lowerExpr(src->shape[0], {}), i32t);
+  thir::Expr cols = thir::cast(lowerExpr(src->shape[1], {}), i32t);
+  thir::ForStmt loop;
+  loop.var = nextVar_++;
+  loop.varType = i32t;
+  loop.begin = ptid;
+  loop.end = i32(shape[0] * shape[1]);
+  loop.step = i32(kProducerThreads);
+  thir::Expr e = thir::var(loop.var, i32t);
+  thir::Expr r = quot(e, shape[1]), col = rem(e, shape[1]);
+  thir::Expr gr = add(r0, r), gc = add(c0, col);
+  thir::Expr at = sharedOffset(dst, {r, col});
+  thir::Expr index =
+      thir::binary(thir::BinOp::Add,
+                   thir::binary(thir::BinOp::Mul, thir::cast(gr, i64t), thir::cast(cols, i64t)),
+                   thir::cast(gc, i64t));
+  int param = src->paramIndex;
+  thir::IfStmt inside{thir::binary(thir::BinOp::And, lt(gr, rows), lt(gc, cols)), {}, {}};
+  inside.then.push_back({thir::SharedStore{
+      at, thir::globalLoad(param, index, Type{src->dtype}, dtypeBytes(src->dtype))}});
+  inside.otherwise.push_back({thir::SharedStore{at, zeroOf(src->dtype)}});
+  loop.body.push_back({std::move(inside)});
+  out.push_back({std::move(loop)});
+}
+
+} // namespace tilec::lower::detail
