@@ -89,59 +89,51 @@ struct Shape {
   int64_t M, N, K;
 };
 
-#if defined(BENCH_KIND_relu)
-// C = relu(A B): A (M, K), B (K, N).
-using In = F16;
-using Out = F16;
-constexpr const char *kKind = "relu", *kLayout = "nn";
-constexpr bool kAKM = false, kBNK = false;
-constexpr Epilogue kEpilogue = Epilogue::Relu;
-CUresult launch(const Operands &o, const Shape &s) {
-  return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, s.M, s.K, s.N);
-}
-#elif defined(BENCH_KIND_bias_gelu)
-// C = gelu_tanh(A B^T + bias): A (M, K), B (N, K), bias (N).
-using In = BF16;
-using Out = BF16;
-constexpr const char *kKind = "bias_gelu", *kLayout = "nt";
-constexpr bool kAKM = false, kBNK = true;
-constexpr Epilogue kEpilogue = Epilogue::BiasGelu;
-CUresult launch(const Operands &o, const Shape &s) {
-  return BENCH_LAUNCH(nullptr, o.a, o.b, o.bias, o.c, s.M, s.K, s.N);
-}
-#elif defined(BENCH_KIND_tn_scale)
-// C = alpha A^T B: A (K, M), B (K, N).
-using In = F16;
-using Out = F16;
-constexpr const char *kKind = "tn_scale", *kLayout = "tn";
-constexpr bool kAKM = true, kBNK = false;
-constexpr Epilogue kEpilogue = Epilogue::Scale;
-CUresult launch(const Operands &o, const Shape &s) {
-  return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, o.alpha, s.K, s.M, s.N);
-}
-#elif defined(BENCH_KIND_nt)
-// C = A B^T: A (M, K), B (N, K).
-using In = F16;
-using Out = F16;
-constexpr const char *kKind = "nt", *kLayout = "nt";
-constexpr bool kAKM = false, kBNK = true;
-constexpr Epilogue kEpilogue = Epilogue::None;
-CUresult launch(const Operands &o, const Shape &s) {
-  return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, s.M, s.K, s.N);
-}
-#elif defined(BENCH_KIND_fp8_nt)
-// C = A B^T in float8 e4m3, bfloat16 out: A (M, K), B (N, K).
-using In = F8E4M3;
-using Out = BF16;
-constexpr const char *kKind = "fp8_nt", *kLayout = "nt";
-constexpr bool kAKM = false, kBNK = true;
-constexpr Epilogue kEpilogue = Epilogue::None;
-CUresult launch(const Operands &o, const Shape &s) {
-  return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, s.M, s.K, s.N);
-}
+/// A kind's element types, storage order (`layout`: A then B, 'n' stored as used, 't' stored
+/// transposed: A (K, M), B (N, K)) and epilogue.
+template <class InT, class OutT, char A, char B, Epilogue E> struct KindInfo {
+  using In = InT;
+  using Out = OutT;
+  static constexpr char layout[3] = {A, B, 0};
+  static constexpr bool aKM = A == 't', bNK = B == 't';
+  static constexpr Epilogue epilogue = E;
+};
+
+#if defined(BENCH_KIND_relu) // C = relu(A B)
+using Kind = KindInfo<F16, F16, 'n', 'n', Epilogue::Relu>;
+constexpr const char *kKind = "relu";
+#elif defined(BENCH_KIND_bias_gelu) // C = gelu_tanh(A B^T + bias), bias (N)
+using Kind = KindInfo<BF16, BF16, 'n', 't', Epilogue::BiasGelu>;
+constexpr const char *kKind = "bias_gelu";
+#elif defined(BENCH_KIND_tn_scale)  // C = alpha A^T B
+using Kind = KindInfo<F16, F16, 't', 'n', Epilogue::Scale>;
+constexpr const char *kKind = "tn_scale";
+#elif defined(BENCH_KIND_nt)        // C = A B^T
+using Kind = KindInfo<F16, F16, 'n', 't', Epilogue::None>;
+constexpr const char *kKind = "nt";
+#elif defined(BENCH_KIND_fp8_nt)    // C = A B^T, float8 e4m3 in, bfloat16 out
+using Kind = KindInfo<F8E4M3, BF16, 'n', 't', Epilogue::None>;
+constexpr const char *kKind = "fp8_nt";
 #else
 #error "define one BENCH_KIND_<kind> (see tests/bench/gemm-cases.txt)"
 #endif
+using In = Kind::In;
+using Out = Kind::Out;
+constexpr const char *kLayout = Kind::layout;
+constexpr bool kAKM = Kind::aKM, kBNK = Kind::bNK;
+constexpr Epilogue kEpilogue = Kind::epilogue;
+
+/// The launch, in the kernel's parameter order: tensors and scalars as declared, then the
+/// symbolic dimensions in order of first appearance.
+CUresult launch(const Operands &o, const Shape &s) {
+#if defined(BENCH_KIND_bias_gelu)
+  return BENCH_LAUNCH(nullptr, o.a, o.b, o.bias, o.c, s.M, s.K, s.N);
+#elif defined(BENCH_KIND_tn_scale)
+  return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, o.alpha, s.K, s.M, s.N);
+#else
+  return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, s.M, s.K, s.N);
+#endif
+}
 
 // ---- inputs and reference ----------------------------------------------------------------------
 
