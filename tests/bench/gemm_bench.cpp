@@ -1,0 +1,361 @@
+// One GEMM case of the benchmark (scripts/bench-gemm.sh): launches one generated kernel through
+// its header at the shape given on the command line, checks it, times it and prints one line
+//
+//   BENCH case=NAME kind=KIND dtype=fp16 layout=nn M=.. N=.. K=.. ms=.. tflops=.. ... status=ok
+//
+// or `status=FAILED reason=...` with exit status 1 when the output is wrong. Built once per case
+// (one kernel per process: two headers of one stem must not share a process) with
+//   -DBENCH_CASE=NAME -DBENCH_HEADER='"stem.h"' -DBENCH_LAUNCH=tile::bench::NAME::fn
+//   -DBENCH_KIND_<KIND>
+// Inputs: seeded uniform values in [-1, 1) in the kernel's dtype; the output is poisoned with NaN
+// before the checked launch and must be written in full (and nothing past it); sampled entries
+// (every entry of small problems) are compared with a CPU reference in double. Timing: median of
+// CUDA-event-timed launches after an untimed warm-up (gputest::medianMs), with no L2 flush between
+// launches, exactly as scripts/bench_gemm.py times the peers.
+#include "gpu_common.h"
+
+#include BENCH_HEADER
+
+#include <cerrno>
+#include <string>
+
+using namespace gputest;
+
+#define BENCH_STR2(x) #x
+#define BENCH_STR(x) BENCH_STR2(x)
+
+namespace {
+
+// ---- element types -------------------------------------------------------------------------
+
+struct F16 {
+  using Bits = uint16_t;
+  static constexpr const char *name = "fp16";
+  static constexpr double rtol = 1.0 / 1024; // two ulps of the fp16 output
+  static Bits encode(float f) { return toHalf(f); }
+  static float decode(Bits b) { return fromHalf(b); }
+};
+
+struct BF16 {
+  using Bits = uint16_t;
+  static constexpr const char *name = "bf16";
+  static constexpr double rtol = 1.0 / 128; // two ulps of the bf16 output
+  static Bits encode(float f) { return toBf16(f); }
+  static float decode(Bits b) { return fromBf16(b); }
+};
+
+/// OCP float8 e4m3 (the "fn" variant: bias 7, no infinities, 0x7f/0xff NaN, largest 448).
+struct F8E4M3 {
+  using Bits = uint8_t;
+  static constexpr const char *name = "fp8e4m3";
+  static float decode(Bits b) {
+    int e = (b >> 3) & 15, m = b & 7;
+    float mag = e == 15 && m == 7 ? NAN
+                : e == 0          ? std::ldexp(static_cast<float>(m), -9)
+                                  : std::ldexp(1.0f + m / 8.0f, e - 7);
+    return b & 0x80 ? -mag : mag;
+  }
+  /// Round to nearest, ties to the even code, saturating at 448.
+  static Bits encode(float f) {
+    static const std::vector<float> table = [] {
+      std::vector<float> t(127); // codes 0..126: the finite non-negative values, increasing
+      for (int c = 0; c < 127; ++c)
+        t[c] = decode(static_cast<Bits>(c));
+      return t;
+    }();
+    Bits sign = std::signbit(f) ? 0x80 : 0;
+    float a = std::min(std::fabs(f), table.back());
+    int hi = static_cast<int>(std::lower_bound(table.begin(), table.end(), a) - table.begin());
+    int code = hi;
+    if (hi > 0) {
+      float dLo = a - table[hi - 1], dHi = table[hi] - a;
+      code = dLo < dHi || (dLo == dHi && (hi - 1) % 2 == 0) ? hi - 1 : hi;
+    }
+    return static_cast<Bits>(sign | code);
+  }
+};
+
+// ---- the kinds of kernel (tests/bench/gemm-cases.txt names them) ------------------------------
+
+enum class Epilogue { None, Relu, BiasGelu, Scale };
+
+/// Device operands of one problem; `bias` and `alpha` only where the kind has them.
+struct Operands {
+  CUdeviceptr a = 0, b = 0, bias = 0, c = 0;
+  float alpha = 1;
+};
+
+struct Shape {
+  int64_t M, N, K;
+};
+
+/// A kind's element types, storage order (`layout`: A then B, 'n' stored as used, 't' stored
+/// transposed: A (K, M), B (N, K)) and epilogue.
+template <class InT, class OutT, char A, char B, Epilogue E> struct KindInfo {
+  using In = InT;
+  using Out = OutT;
+  static constexpr char layout[3] = {A, B, 0};
+  static constexpr bool aKM = A == 't', bNK = B == 't';
+  static constexpr Epilogue epilogue = E;
+};
+
+#if defined(BENCH_KIND_relu) // C = relu(A B)
+using Kind = KindInfo<F16, F16, 'n', 'n', Epilogue::Relu>;
+constexpr const char *kKind = "relu";
+#elif defined(BENCH_KIND_bias_gelu) // C = gelu_tanh(A B^T + bias), bias (N)
+using Kind = KindInfo<BF16, BF16, 'n', 't', Epilogue::BiasGelu>;
+constexpr const char *kKind = "bias_gelu";
+#elif defined(BENCH_KIND_tn_scale)  // C = alpha A^T B
+using Kind = KindInfo<F16, F16, 't', 'n', Epilogue::Scale>;
+constexpr const char *kKind = "tn_scale";
+#elif defined(BENCH_KIND_nt)        // C = A B^T
+using Kind = KindInfo<F16, F16, 'n', 't', Epilogue::None>;
+constexpr const char *kKind = "nt";
+#elif defined(BENCH_KIND_fp8_nt)    // C = A B^T, float8 e4m3 in, bfloat16 out
+using Kind = KindInfo<F8E4M3, BF16, 'n', 't', Epilogue::None>;
+constexpr const char *kKind = "fp8_nt";
+#else
+#error "define one BENCH_KIND_<kind> (see tests/bench/gemm-cases.txt)"
+#endif
+using In = Kind::In;
+using Out = Kind::Out;
+constexpr const char *kLayout = Kind::layout;
+constexpr bool kAKM = Kind::aKM, kBNK = Kind::bNK;
+constexpr Epilogue kEpilogue = Kind::epilogue;
+
+/// The launch, in the kernel's parameter order: tensors and scalars as declared, then the
+/// symbolic dimensions in order of first appearance.
+CUresult launch(const Operands &o, const Shape &s) {
+#if defined(BENCH_KIND_bias_gelu)
+  return BENCH_LAUNCH(nullptr, o.a, o.b, o.bias, o.c, s.M, s.K, s.N);
+#elif defined(BENCH_KIND_tn_scale)
+  return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, o.alpha, s.K, s.M, s.N);
+#else
+  return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, s.M, s.K, s.N);
+#endif
+}
+
+// ---- inputs and reference ----------------------------------------------------------------------
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+/// `n` values uniform in [-1, 1), element i a hash of (seed, stream, i): fast at 8192^2, the
+/// same on every run with the same seed, and without repeats that could hide an indexing error.
+template <class T>
+std::vector<typename T::Bits> randomUniform(size_t n, uint64_t seed, uint64_t stream) {
+  std::vector<typename T::Bits> v(n);
+  const uint64_t base = splitmix64(seed * 0x100000001b3ull + stream);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = T::encode(static_cast<float>(splitmix64(base + i) >> 40) * 0x1p-23f - 1.0f);
+  return v;
+}
+
+double geluTanh(double x) {
+  return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+struct Host {
+  std::vector<In::Bits> a, b;
+  std::vector<Out::Bits> bias;
+  float alpha = 0.5f;
+};
+
+double reference(const Host &h, const Shape &s, int64_t i, int64_t j) {
+  double acc = 0;
+  for (int64_t k = 0; k < s.K; ++k) {
+    float a = In::decode(h.a[kAKM ? k * s.M + i : i * s.K + k]);
+    float b = In::decode(h.b[kBNK ? j * s.K + k : k * s.N + j]);
+    acc += static_cast<double>(a) * b;
+  }
+  switch (kEpilogue) {
+  case Epilogue::None:
+    return acc;
+  case Epilogue::Relu:
+    return std::max(acc, 0.0);
+  case Epilogue::BiasGelu:
+    return geluTanh(acc + Out::decode(h.bias[j]));
+  case Epilogue::Scale:
+    return acc * h.alpha;
+  }
+  return acc;
+}
+
+struct Options {
+  Shape shape{0, 0, 0};
+  int warmup = 10, reps = 50, samples = 2048;
+  uint64_t seed = 1;
+};
+
+[[noreturn]] void usage(const char *argv0, const std::string &why) {
+  std::fprintf(
+      stderr,
+      "%s: %s\n"
+      "usage: %s M N K [--warmup W] [--reps R] [--seed S] [--samples N]\n"
+      "       %s --describe\n"
+      "  one GEMM case (%s, kind %s): checks W >= 0 untimed launches, times the median of\n"
+      "  R >= 20 (default 10 and 50), compares N sampled outputs (default 2048; every\n"
+      "  output when M*N*K <= 2^28) with a CPU reference; inputs seeded by S (default 1)\n",
+      argv0, why.c_str(), argv0, argv0, BENCH_STR(BENCH_CASE), kKind);
+  std::exit(64);
+}
+
+/// A whole decimal number in [lo, hi], or usage().
+long long number(const char *argv0, const char *what, const char *text, long long lo,
+                 long long hi) {
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text, &end, 10);
+  if (errno || end == text || *end || v < lo || v > hi)
+    usage(argv0, std::string(what) + " must be a whole number in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "], not '" + text + "'");
+  return v;
+}
+
+Options parse(int argc, char **argv) {
+  Options o;
+  std::vector<const char *> positional;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&]() -> const char * {
+      if (i + 1 >= argc)
+        usage(argv[0], arg + " needs a value");
+      return argv[++i];
+    };
+    if (arg == "--warmup")
+      o.warmup = static_cast<int>(number(argv[0], "--warmup", value(), 0, 100000));
+    else if (arg == "--reps")
+      o.reps = static_cast<int>(number(argv[0], "--reps", value(), 20, 100000));
+    else if (arg == "--samples")
+      o.samples = static_cast<int>(number(argv[0], "--samples", value(), 1, 1 << 24));
+    else if (arg == "--seed")
+      o.seed = static_cast<uint64_t>(number(argv[0], "--seed", value(), 0, INT64_MAX));
+    else if (arg.size() > 1 && arg[0] == '-')
+      usage(argv[0], "unknown option " + arg);
+    else
+      positional.push_back(argv[i]);
+  }
+  if (positional.size() != 3)
+    usage(argv[0], "expected three dimensions M N K");
+  const long long kMaxDim = 1 << 17;
+  o.shape = {number(argv[0], "M", positional[0], 1, kMaxDim),
+             number(argv[0], "N", positional[1], 1, kMaxDim),
+             number(argv[0], "K", positional[2], 1, kMaxDim)};
+  return o;
+}
+
+void printHead(const Shape &s) {
+  std::printf("BENCH case=%s kind=%s dtype=%s layout=%s M=%lld N=%lld K=%lld",
+              BENCH_STR(BENCH_CASE), kKind, In::name, kLayout, static_cast<long long>(s.M),
+              static_cast<long long>(s.N), static_cast<long long>(s.K));
+}
+
+int fail(const Shape &s, const std::string &reason) {
+  printHead(s);
+  std::printf(" status=FAILED reason=%s\n", reason.c_str());
+  std::fflush(stdout);
+  return 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  if (argc == 2 && std::string(argv[1]) == "--describe") {
+    std::printf("case=%s kind=%s dtype=%s layout=%s\n", BENCH_STR(BENCH_CASE), kKind, In::name,
+                kLayout);
+    return 0;
+  }
+  const Options opt = parse(argc, argv);
+  const Shape s = opt.shape;
+  init();
+
+  Host h;
+  h.a = randomUniform<In>(static_cast<size_t>(s.M * s.K), opt.seed, 1);
+  h.b = randomUniform<In>(static_cast<size_t>(s.K * s.N), opt.seed, 2);
+  if (kEpilogue == Epilogue::BiasGelu)
+    h.bias = randomUniform<Out>(static_cast<size_t>(s.N), opt.seed, 3);
+  const size_t outCount = static_cast<size_t>(s.M * s.N), outBytes = outCount * sizeof(Out::Bits);
+  DeviceBuffer da = upload(h.a), db = upload(h.b), dc = poisoned(outBytes + kSlackBytes);
+  DeviceBuffer dbias(std::max<size_t>(h.bias.size(), 1) * sizeof(Out::Bits));
+  if (!h.bias.empty())
+    CK(cuMemcpyHtoD(dbias, h.bias.data(), h.bias.size() * sizeof(Out::Bits)));
+  Operands ops;
+  ops.a = da;
+  ops.b = db;
+  ops.bias = dbias;
+  ops.c = dc;
+  ops.alpha = h.alpha;
+
+  CUresult r = launch(ops, s);
+  if (r == CUDA_SUCCESS)
+    r = cuCtxSynchronize();
+  if (r != CUDA_SUCCESS) {
+    const char *name = nullptr;
+    cuGetErrorName(r, &name);
+    return fail(s, std::string("launch:") + (name ? name : "?"));
+  }
+
+  // Correctness: every output written, nothing past the end, sampled entries near the reference.
+  std::vector<Out::Bits> out = download<Out::Bits>(dc, outCount);
+  long long unwritten = 0;
+  for (Out::Bits x : out)
+    unwritten += std::isnan(Out::decode(x));
+  const bool tailOk = tailIntact(dc, outBytes);
+  std::vector<std::pair<int64_t, int64_t>> entries;
+  if (static_cast<double>(s.M) * s.N * s.K <= static_cast<double>(1 << 28)) {
+    for (int64_t i = 0; i < s.M; ++i)
+      for (int64_t j = 0; j < s.N; ++j)
+        entries.emplace_back(i, j);
+  } else {
+    // The four corners (ragged edges), then seeded random entries.
+    entries = {{0, 0}, {0, s.N - 1}, {s.M - 1, 0}, {s.M - 1, s.N - 1}};
+    std::mt19937_64 rng(opt.seed);
+    std::uniform_int_distribution<int64_t> ri(0, s.M - 1), rj(0, s.N - 1);
+    for (int n = 0; n < opt.samples; ++n)
+      entries.emplace_back(ri(rng), rj(rng));
+  }
+  std::vector<double> ref(entries.size());
+  double refSq = 0;
+  for (size_t e = 0; e < entries.size(); ++e) {
+    ref[e] = reference(h, s, entries[e].first, entries[e].second);
+    refSq += ref[e] * ref[e];
+  }
+  const double refRms = std::sqrt(refSq / entries.size());
+  // Per entry: within two ulps of the output dtype plus 1% of the reference's RMS (fp32
+  // accumulation in another order, gelu near zero); overall: ||out - ref|| / ||ref|| small.
+  double errSq = 0, maxErr = 0;
+  long long bad = 0;
+  for (size_t e = 0; e < entries.size(); ++e) {
+    double got = Out::decode(out[entries[e].first * s.N + entries[e].second]);
+    double d = std::fabs(got - ref[e]);
+    if (std::isnan(d) || d > Out::rtol * std::fabs(ref[e]) + 1e-2 * refRms)
+      ++bad;
+    errSq += std::isnan(d) ? 0 : d * d;
+    maxErr = std::isnan(d) ? maxErr : std::max(maxErr, d);
+  }
+  const double relErr = refSq > 0 ? std::sqrt(errSq / refSq) : std::sqrt(errSq);
+  const double relTol = Out::rtol * 2;
+  std::string why;
+  if (unwritten)
+    why += "unwritten=" + std::to_string(unwritten) + ";";
+  if (!tailOk)
+    why += "wrote_past_end;";
+  if (bad)
+    why += "bad_entries=" + std::to_string(bad) + "/" + std::to_string(entries.size()) + ";";
+  if (!(relErr < relTol))
+    why += "rel_err=" + std::to_string(relErr) + ">" + std::to_string(relTol) + ";";
+  if (!why.empty())
+    return fail(s, why);
+
+  const double ms = medianMs([&] { CK(launch(ops, s)); }, opt.warmup, opt.reps);
+  const double flop = 2.0 * s.M * s.N * s.K;
+  printHead(s);
+  std::printf(" ms=%.4f tflops=%.1f rel_err=%.2e max_err=%.2e checked=%zu warmup=%d reps=%d "
+              "status=ok\n",
+              ms, flop / ms / 1e9, relErr, maxErr, entries.size(), opt.warmup, opt.reps);
+  return 0;
+}
