@@ -4,7 +4,9 @@
 //   all threads:  thread 0 initializes full[s] (1 arrival + the stage's bytes; 128 arrivals when
 //                 the launch could not encode the tensor maps) and empty[s] (one arrival per
 //                 consumer thread); fence; bar.sync 0; the statements before the loop
-//   producer:     setmaxnreg.dec; for each iteration it, slot s = it % S, phase = it / S % 2:
+//   producer:     setmaxnreg.dec; for each iteration it, slot s = it % S, phase = it / S % 2
+//                 (with G iterations per slot, it / G in place of it, the wait and arrive in the
+//                 slot's first iteration, each iteration its own version it % (S G)):
 //                 wait empty[s] (parity phase ^ 1, so the first pass through the ring does not
 //                 wait); one thread: arrive.expect_tx(full[s]) and one TMA box per panel of each
 //                 copy (or, without tensor maps, all producer threads copy element by element,
@@ -95,7 +97,7 @@ thir::Stmt KernelLowering::barrier() const {
 }
 
 void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::Body &out) {
-  const int C = static_cast<int>(k_.threads), S = plan.stages;
+  const int C = static_cast<int>(k_.threads), S = plan.stages, G = plan.itersPerSlot;
   out_.threads = C + kProducerThreads;
   addTensorMaps(plan);
   if (failed_)
@@ -142,6 +144,29 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   out.push_back({thir::DeclVar{nVar, i32t, thir::cast(extent, i32t)}});
   thir::Expr n = thir::var(nVar, i32t);
   auto split = registerSplit(C, opts_.target);
+  // Where iteration `it` stands in the rings: its slot, the slot's phase parity, its version of
+  // the buffers, and (G > 1) whether it is the first or the last iteration of its slot.
+  struct RingPosition {
+    thir::Expr slot, phase, version, first, last;
+  };
+  auto position = [&](thir::Expr it) {
+    thir::Expr round = G == 1 ? it : quot(it, G);
+    RingPosition p{rem(round, S), rem(quot(round, S), 2), rem(it, S * G), nullptr, nullptr};
+    if (G > 1) {
+      p.first = eq(rem(it, G), i32(0));
+      p.last = thir::binary(thir::BinOp::Or, eq(rem(it, G), i32(G - 1)), eq(it, sub(n, i32(1))));
+    }
+    return p;
+  };
+  // `stmts` only in the first (or last) iteration of a slot.
+  auto onlyIf = [](thir::Expr cond, thir::Body stmts, thir::Body &into) {
+    if (!cond) {
+      for (thir::Stmt &st : stmts)
+        into.push_back(std::move(st));
+      return;
+    }
+    into.push_back({thir::IfStmt{cond, std::move(stmts), {}}});
+  };
 
   thir::IfStmt roles{thir::binary(thir::BinOp::Ge, tid, i32(C)), {}, {}};
   // ---- Producer ----------------------------------------------------------------------------
@@ -156,23 +181,30 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     loop.end = n;
     loop.step = i32(1);
     thir::Expr it = thir::var(loop.var, i32t);
-    thir::Expr slot = rem(it, S), phase = rem(quot(it, S), 2);
-    loop.body.push_back(
-        {thir::MbarrierWait{empty(slot), thir::binary(thir::BinOp::BitXor, phase, i32(1))}});
+    RingPosition at = position(it);
+    thir::Expr slot = at.slot;
+    int64_t bytes = 0;
+    for (const tile::Stmt *st : plan.copies)
+      bytes += shared_.at(std::get<tile::Copy>(st->op).dst.buffer->id).layout.bytes();
+    thir::Body enter = {
+        {thir::MbarrierWait{empty(slot), thir::binary(thir::BinOp::BitXor, at.phase, i32(1))}}};
+    if (useTma) {
+      // The slot's bytes: its G iterations' tiles, fewer in a last slot the loop does not fill.
+      thir::Expr tx = i32(bytes * G);
+      if (G > 1)
+        tx = mul(thir::binary(thir::BinOp::Min, i32(G), sub(n, it)), bytes);
+      enter.push_back({thir::MbarrierArrive{full(slot), tx}});
+    }
+    onlyIf(at.first, std::move(enter), loop.body);
     bind(*f.vars[0], add(begin, it));
     std::set<int> savedDeclared = declaredHere_;
     for (const tile::Stmt *l : plan.lets)
       lowerStmt(*l, loop.body, {});
-    int64_t bytes = 0;
-    for (const tile::Stmt *st : plan.copies)
-      bytes += shared_.at(std::get<tile::Copy>(st->op).dst.buffer->id).layout.bytes();
-    if (useTma)
-      loop.body.push_back({thir::MbarrierArrive{full(slot), i32(bytes)}});
     for (const tile::Stmt *st : plan.copies) {
       const tile::Copy &c = std::get<tile::Copy>(st->op);
       const SharedBuffer &sb = shared_.at(c.dst.buffer->id);
       const analysis::SharedLayout &l = sb.layout;
-      thir::Expr version = mul(slot, l.bytes());
+      thir::Expr version = mul(at.version, l.bytes());
       thir::Expr r0 = lowerExpr(c.src.dims[0].begin, {}), c0 = lowerExpr(c.src.dims[1].begin, {});
       if (!r0 || !c0)
         return;
@@ -192,10 +224,9 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
         stageOffset_.erase(c.dst.buffer->id);
       }
     }
-    if (!useTma) {
-      loop.body.push_back({thir::FenceProxyAsync{}});
-      loop.body.push_back({thir::MbarrierArrive{full(slot), nullptr}});
-    }
+    if (!useTma)
+      onlyIf(at.last, {{thir::FenceProxyAsync{}}, {thir::MbarrierArrive{full(slot), nullptr}}},
+             loop.body);
     declaredHere_ = savedDeclared;
     into.push_back({std::move(loop)});
   };
@@ -227,11 +258,11 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     loop.end = n;
     loop.step = i32(1);
     thir::Expr it = thir::var(loop.var, i32t);
-    thir::Expr slot = rem(it, S), phase = rem(quot(it, S), 2);
-    loop.body.push_back({thir::MbarrierWait{full(slot), phase}});
+    RingPosition at = position(it);
+    onlyIf(at.first, {{thir::MbarrierWait{full(at.slot), at.phase}}}, loop.body);
     for (const tile::Stmt *st : plan.copies) {
       const tile::BufferPtr &b = std::get<tile::Copy>(st->op).dst.buffer;
-      stageOffset_[b->id] = mul(slot, shared_.at(b->id).layout.bytes());
+      stageOffset_[b->id] = mul(at.version, shared_.at(b->id).layout.bytes());
     }
     std::optional<Interval> r;
     auto b0 = tile::asConstInt(f.begins[0]), n0 = tile::asConstInt(f.extents[0]);
@@ -252,14 +283,17 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     wgmmaPending_ = 0;
     fencedPoint_.reset();
     if (inFlight) {
-      // The group of iteration it - 1 has completed (wait_group 1 in the wgmma): its slot is free.
-      thir::Expr previous = rem(add(it, i32(S - 1)), S);
-      loop.body.push_back({thir::IfStmt{thir::binary(thir::BinOp::Gt, it, i32(0)),
-                                        {{thir::MbarrierArrive{empty(previous), nullptr}}},
-                                        {}}});
+      // The group of iteration it - 1 has completed (wait_group 1 in the wgmma): when that was
+      // the last iteration of the previous slot, the slot is free.
+      thir::Expr previous = rem(add(at.slot, i32(S - 1)), S);
+      thir::Expr cond = thir::binary(thir::BinOp::Gt, it, i32(0));
+      if (at.first)
+        cond = thir::binary(thir::BinOp::And, at.first, cond);
+      loop.body.push_back(
+          {thir::IfStmt{cond, {{thir::MbarrierArrive{empty(previous), nullptr}}}, {}}});
     } else {
-      // Nothing of this iteration reads the slot any more (wgmma waited for its group).
-      loop.body.push_back({thir::MbarrierArrive{empty(slot), nullptr}});
+      // Nothing of this slot is read any more (wgmma waited for its group).
+      onlyIf(at.last, {{thir::MbarrierArrive{empty(at.slot), nullptr}}}, loop.body);
     }
     for (const tile::Stmt *st : plan.copies)
       stageOffset_.erase(std::get<tile::Copy>(st->op).dst.buffer->id);

@@ -36,6 +36,11 @@ struct PipelinePlan {
   /// plan-shared: the mbarriers of a warp-specialized loop, full[s] at barrierOffset + 8 s and
   /// empty[s] at barrierOffset + 8 (stages + s).
   int64_t barrierOffset = 0;
+  /// Warp-specialized: consecutive iterations whose tiles share one slot of the rings (one
+  /// mbarrier handshake for all of them), so that a slot holds enough work to hide its cost
+  /// when an iteration's tiles are small. Each buffer has stages * itersPerSlot versions.
+  int itersPerSlot = 1;
+  int versions() const { return stages * itersPerSlot; }
 };
 
 /// Threads of the producer warpgroup a warp-specialized kernel adds to its consumer threads.

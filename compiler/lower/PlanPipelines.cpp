@@ -102,6 +102,19 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
     (std::holds_alternative<tile::Gemm>(st.op) ? gemms : others)++;
   }
   plan.gemmInFlight = gemms == 1 && others == 0;
+  // A slot of at least 32 KiB of tiles (what CUTLASS's 128x128x64 16-bit stages hold).
+  int64_t bytes = 0;
+  for (const tile::Stmt *c : plan.copies) {
+    const tile::BufferPtr &b = std::get<tile::Copy>(c->op).dst.buffer;
+    int64_t n = dtypeBytes(b->dtype);
+    for (const tile::Expr &d : b->shape)
+      n *= *tile::asConstInt(d);
+    bytes += n;
+  }
+  constexpr int64_t kSlotBytes = 32 * 1024, kMaxItersPerSlot = 4;
+  plan.itersPerSlot =
+      static_cast<int>(std::clamp<int64_t>(kSlotBytes / std::max<int64_t>(bytes, 1), 1,
+                                           kMaxItersPerSlot));
 }
 
 void planLoops(const tile::Kernel &k, const tile::Body &body, const target::TargetInfo &t,
@@ -222,7 +235,7 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, const target::Targ
     if (!specializedAlready)
       specialize(k, s, *f, t, plan);
     for (const tile::Stmt *c : plan.copies)
-      kp.stagesOf[std::get<tile::Copy>(c->op).dst.buffer->id] = plan.stages;
+      kp.stagesOf[std::get<tile::Copy>(c->op).dst.buffer->id] = plan.versions();
     kp.pipelines[f] = std::move(plan);
   }
 }

@@ -51,7 +51,7 @@ void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &
       int64_t bytes = 0;
       for (const tile::Stmt *c : p.copies)
         bytes += kp.shared.at(std::get<tile::Copy>(c->op).dst.buffer->id).layout.bytes() *
-                 (p.stages - 1);
+                 (p.stages - 1) * p.itersPerSlot;
       return bytes;
     };
     auto largest = kp.pipelines.begin();
@@ -64,7 +64,7 @@ void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &
     for (const tile::Stmt *c : p.copies) {
       int id = std::get<tile::Copy>(c->op).dst.buffer->id;
       if (p.stages > 2)
-        kp.stagesOf[id] = p.stages - 1;
+        kp.stagesOf[id] = (p.stages - 1) * p.itersPerSlot;
       else
         kp.stagesOf.erase(id);
     }
