@@ -62,6 +62,12 @@ Value *rsqrt(llvm::IRBuilder<> &b, Value *x) {
   return callIntrinsic(b, llvm::Intrinsic::nvvm_rsqrt_approx_f, {}, {x});
 }
 
+/// a / c by div.full.f32: within 2 ulp over the full range (c = inf gives 0), without
+/// div.rn's slow path; the functions below are accurate to far fewer bits than that costs.
+Value *divFull(llvm::IRBuilder<> &b, Value *a, Value *c) {
+  return callIntrinsic(b, llvm::Intrinsic::nvvm_div_full, {}, {a, c});
+}
+
 Value *tanh(llvm::IRBuilder<> &b, Value *x, bool fast) {
   if (fast) {
     auto *fnTy = llvm::FunctionType::get(b.getFloatTy(), {b.getFloatTy()}, false);
@@ -73,7 +79,7 @@ Value *tanh(llvm::IRBuilder<> &b, Value *x, bool fast) {
   // (tanh(x) - x) / x^3 on [0, 0.55], relative error 4e-9) covers that range instead.
   Value *ax = fabs(b, x);
   Value *e = exp2(b, b.CreateFMul(ax, f32(b, 2.0 * std::numbers::log2e)));
-  Value *big = b.CreateFSub(f32(b, 1.0), b.CreateFDiv(f32(b, 2.0), b.CreateFAdd(e, f32(b, 1.0))));
+  Value *big = b.CreateFSub(f32(b, 1.0), divFull(b, f32(b, 2.0), b.CreateFAdd(e, f32(b, 1.0))));
   big = copysign(b, big, x);
   Value *x2 = b.CreateFMul(x, x);
   Value *p = horner(b, x2,
@@ -93,8 +99,9 @@ Value *erf(llvm::IRBuilder<> &b, Value *x) {
       x, horner(b, x2,
                 {1.128379165678643, -0.3761262549825006, 0.11283581502675004, -0.02685366104623955,
                  0.005188043349943352, -0.0008007711896401164, 7.845710156108486e-05}));
-  Value *t = b.CreateFDiv(f32(b, 1.0), callIntrinsic(b, llvm::Intrinsic::fma, {b.getFloatTy()},
-                                                     {ax, f32(b, 0.3275911), f32(b, 1.0)}));
+  Value *t = divFull(b, f32(b, 1.0),
+                     callIntrinsic(b, llvm::Intrinsic::fma, {b.getFloatTy()},
+                                   {ax, f32(b, 0.3275911), f32(b, 1.0)}));
   Value *poly = b.CreateFMul(
       t, horner(b, t, {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429}));
   Value *big = b.CreateFSub(f32(b, 1.0), b.CreateFMul(poly, exp(b, b.CreateFNeg(x2))));
@@ -104,7 +111,7 @@ Value *erf(llvm::IRBuilder<> &b, Value *x) {
 }
 
 Value *sigmoid(llvm::IRBuilder<> &b, Value *x) {
-  return b.CreateFDiv(f32(b, 1.0), b.CreateFAdd(f32(b, 1.0), exp(b, b.CreateFNeg(x))));
+  return divFull(b, f32(b, 1.0), b.CreateFAdd(f32(b, 1.0), exp(b, b.CreateFNeg(x))));
 }
 
 Value *floor(llvm::IRBuilder<> &b, Value *x) {

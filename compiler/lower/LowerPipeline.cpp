@@ -20,6 +20,11 @@ void KernelLowering::lowerPipelined(const tile::Stmt &s, const tile::For &f, thi
     return;
   Type i32t{DType::Int32};
   begin = thir::cast(begin, i32t);
+  if (plan.reusesBuffers) {
+    // The prologue overwrites versions another loop's threads may still be reading.
+    out.push_back(barrier());
+    smemRead_ = smemWritten_ = false;
+  }
   int nVar = nextVar_++;
   out.push_back({thir::DeclVar{nVar, i32t, thir::cast(extent, i32t)}});
   thir::Expr n = thir::var(nVar, i32t);

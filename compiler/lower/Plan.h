@@ -41,6 +41,9 @@ struct PipelinePlan {
   /// when an iteration's tiles are small. Each buffer has stages * itersPerSlot versions.
   int itersPerSlot = 1;
   int versions() const { return stages * itersPerSlot; }
+  /// Some of the loop's buffers are also used by other loops (which rewrite them before reading
+  /// them): the loop starts with a barrier so that no thread still reads what it overwrites.
+  bool reusesBuffers = false;
 };
 
 /// Threads of the producer warpgroup a warp-specialized kernel adds to its consumer threads.
@@ -65,7 +68,8 @@ struct KernelPlan {
   /// infer-layouts: the layout of every fragment (and local buffer), by buffer id.
   std::map<int, analysis::FragmentLayout> fragments;
   /// plan-pipelines: the loops to pipeline (plan-shared may lower their stages or drop them
-  /// when the versions do not fit), and the versions of each shared buffer they fill.
+  /// when the versions do not fit), and the versions of each shared buffer they fill (a buffer
+  /// two loops fill has the versions of the deeper one).
   std::map<const tile::For *, PipelinePlan> pipelines;
   std::map<int, int> stagesOf;
   /// plan-shared: every alloc_shared buffer's place, and the first byte after them (16-byte
@@ -87,6 +91,9 @@ bool inferLayouts(const tile::Program &p, const target::TargetInfo &t, Diagnosti
 /// plan-pipelines: the Pipelined loops whose copies from global to shared memory can be issued
 /// ahead (the rules are in PlanPipelines.cpp).
 void planPipelines(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan);
+
+/// Sets stagesOf: each pipelined buffer gets as many versions as the loop using most of them.
+void countVersions(KernelPlan &kp);
 
 /// Whether global -> shared copy `c` can be one TMA box per panel of `dst`'s layout: a 2-D
 /// tensor, the box the whole shared buffer, a layout TMA writes (canonical swizzled lines).

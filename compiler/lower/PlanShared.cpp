@@ -61,17 +61,11 @@ void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &
         largest = it;
     }
     PipelinePlan &p = largest->second;
-    for (const tile::Stmt *c : p.copies) {
-      int id = std::get<tile::Copy>(c->op).dst.buffer->id;
-      if (p.stages > 2)
-        kp.stagesOf[id] = (p.stages - 1) * p.itersPerSlot;
-      else
-        kp.stagesOf.erase(id);
-    }
     if (p.stages > 2)
       --p.stages;
     else
       kp.pipelines.erase(largest);
+    countVersions(kp);
     kp.scratchBase = place();
   }
 }

@@ -238,7 +238,7 @@ inline double copyGBs(size_t bytes) {
 /// M in `rowCounts`: `launch(x, y, M)` on a fresh N(0, sd^2) input and a poisoned output with
 /// slack behind it, the error against `reference(x, M)` (row-major float64, relative error under
 /// 2e-3), and the bandwidth next to a device-to-device copy of as many bytes. Prints a table and,
-/// at M = 65536, a RESULT line; returns the failures.
+/// for the last (largest) M, a RESULT line; returns the failures.
 template <class Launch, class Reference>
 int halfRowsTable(const char *kernel, const char *arch, const char *colsName, int64_t cols,
                   float sd, std::mt19937 &rng, std::initializer_list<int64_t> rowCounts,
@@ -262,10 +262,10 @@ int halfRowsTable(const char *kernel, const char *arch, const char *colsName, in
     double copy = copyGBs(bytes);
     std::printf("%-8lld %-10.2e %-6lld %10.4f %10.1f %10.1f %s%s\n", static_cast<long long>(M),
                 e.rel, e.nan, ms, gbs, copy, ok ? "ok" : "FAIL", tailOk ? "" : " (wrote past end)");
-    if (M == (int64_t{1} << 16))
-      std::printf("RESULT %s %s M=65536 %s=%lld fp16: %.1f GB/s = %.1f%% of d2d copy %.1f GB/s\n",
-                  kernel, arch, colsName, static_cast<long long>(cols), gbs, 100 * gbs / copy,
-                  copy);
+    if (M == *(rowCounts.end() - 1))
+      std::printf("RESULT %s %s M=%lld %s=%lld fp16: %.1f GB/s = %.1f%% of d2d copy %.1f GB/s\n",
+                  kernel, arch, static_cast<long long>(M), colsName, static_cast<long long>(cols),
+                  gbs, 100 * gbs / copy, copy);
   }
   return failures;
 }

@@ -1,0 +1,47 @@
+// rmsnorm_two_pass (tests/gpu/kernels/rmsnorm_two_pass.tile: Y = silu(X * rsqrt(mean(X^2) + eps)
+// * W) over a symbolic width C, two Pipelined passes over 64-column chunks through one shared
+// buffer) through its generated header: error against a float64 CPU reference on fresh random
+// inputs with a poisoned output, ragged M and C (a last chunk that is partly outside), and at
+// M = 302400, C = 160, 320 and 640 the bandwidth (X and Y once) next to a d2d copy.
+#include "gpu_common.h"
+#include "rmsnorm_two_pass.h"
+
+using namespace gputest;
+
+int main() {
+  init();
+  const float eps = 1e-6f;
+  std::mt19937 rng = freshRng();
+  int failures = 0;
+  for (int64_t C : {int64_t{40}, int64_t{160}, int64_t{320}, int64_t{640}, int64_t{1000}}) {
+    std::vector<uint16_t> w = randomHalves(static_cast<size_t>(C), rng);
+    DeviceBuffer dw = upload(w);
+    auto launch = [&](CUdeviceptr x, CUdeviceptr y, int64_t M) {
+      return tile::rmsnorm_two_pass::rmsnorm_two_pass(nullptr, x, dw, y, eps, M, C);
+    };
+    auto reference = [&](const std::vector<uint16_t> &x, int64_t M) {
+      std::vector<double> ref(x.size());
+      for (int64_t r = 0; r < M; ++r) {
+        double ms = 0;
+        for (int64_t c = 0; c < C; ++c) {
+          double v = fromHalf(x[r * C + c]);
+          ms += v * v;
+        }
+        double inv = 1.0 / std::sqrt(ms / C + eps);
+        for (int64_t c = 0; c < C; ++c) {
+          double t = fromHalf(x[r * C + c]) * inv * fromHalf(w[c]);
+          ref[r * C + c] = t / (1.0 + std::exp(-t));
+        }
+      }
+      return ref;
+    };
+    // The bandwidth rows only for the widths the issue names; the others check correctness.
+    if (C == 160 || C == 320 || C == 640)
+      failures += halfRowsTable("rmsnorm_two_pass", "sm_90a", "C", C, 1.f, rng,
+                                {int64_t{1}, int64_t{1003}, int64_t{302400}}, launch, reference);
+    else
+      failures += halfRowsTable("rmsnorm_two_pass", "sm_90a", "C", C, 1.f, rng,
+                                {int64_t{1}, int64_t{33}, int64_t{1003}}, launch, reference);
+  }
+  return verdict("rmsnorm_two_pass", failures);
+}
