@@ -291,6 +291,16 @@ void appendKernel(std::string &out, const thir::Kernel &k, size_t index) {
                      index, k.threads);
 }
 
+/// FNV-1a, 64 bits: stable across platforms and compiler versions, unlike std::hash.
+uint64_t fnv1a(std::string_view text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
 } // namespace
 
 std::string defaultNamespace(std::string_view stem) {
@@ -340,34 +350,46 @@ std::string generateHeader(const thir::Module &m, std::string_view binary, Binar
     out += '\n';
 
   size_t n = m.kernels.size();
-  out += fmt::format("\nnamespace {} {{\n\nnamespace tilec_detail {{\n\n", opts.ns);
-  out += fmt::format("// {}, {} bytes.\nalignas(64) inline constexpr unsigned char kImage[] = {{",
-                     kind == BinaryKind::Cubin ? "cubin" : "PTX text, NUL-terminated",
-                     binary.size() + (kind == BinaryKind::Ptx ? 1 : 0));
-  appendImage(out, binary, kind);
-  out += "};\n\n";
-  out += fmt::format("inline constexpr ::std::array<::tilec::rt::KernelSpec, {}> kKernels = {{{{\n",
-                     n);
+  std::string body = "namespace tilec_detail {\n\n";
+  body += fmt::format("// {}, {} bytes.\nalignas(64) inline constexpr unsigned char kImage[] = {{",
+                      kind == BinaryKind::Cubin ? "cubin" : "PTX text, NUL-terminated",
+                      binary.size() + (kind == BinaryKind::Ptx ? 1 : 0));
+  appendImage(body, binary, kind);
+  body += "};\n\n";
+  body += fmt::format(
+      "inline constexpr ::std::array<::tilec::rt::KernelSpec, {}> kKernels = {{{{\n", n);
   for (const thir::Kernel &k : m.kernels) {
     if (k.dynamicSharedBytes < 0)
       bug("negative dynamic shared memory size");
-    out +=
+    body +=
         fmt::format("    ::tilec::rt::KernelSpec{{\"{}\", {}u}},\n", k.name, k.dynamicSharedBytes);
   }
-  out += "}};\n\n";
-  out += fmt::format("inline ::tilec::rt::ModuleState<{0}> &state() {{\n"
-                     "  static ::tilec::rt::ModuleState<{0}> s;\n  return s;\n}}\n\n",
-                     n);
-  out += "} // namespace tilec_detail\n\n";
-  out += "/// Loads the module into the current context; launches do it lazily when needed.\n"
-         "inline ::CUresult load() {\n"
-         "  return ::tilec::rt::load(tilec_detail::state(), tilec_detail::kImage,\n"
-         "                           tilec_detail::kKernels);\n}\n\n"
-         "/// Unloads the module; a later launch loads it again. Must not race with launches.\n"
-         "inline void unload() { ::tilec::rt::unload(tilec_detail::state()); }\n\n";
+  body += "}};\n\n";
+  body += fmt::format("inline ::tilec::rt::ModuleState<{0}> &state() {{\n"
+                      "  static ::tilec::rt::ModuleState<{0}> s;\n  return s;\n}}\n\n",
+                      n);
+  body += "} // namespace tilec_detail\n\n";
+  body += "/// Loads the module into the current context; launches do it lazily when needed.\n"
+          "inline ::CUresult load() {\n"
+          "  return ::tilec::rt::load(tilec_detail::state(), tilec_detail::kImage,\n"
+          "                           tilec_detail::kKernels);\n}\n\n"
+          "/// Unloads the module; a later launch loads it again. Must not race with launches.\n"
+          "inline void unload() { ::tilec::rt::unload(tilec_detail::state()); }\n\n";
   for (size_t i = 0; i < n; ++i)
-    appendKernel(out, m.kernels[i], i);
-  out += fmt::format("}} // namespace {}\n", opts.ns);
+    appendKernel(body, m.kernels[i], i);
+
+  // The inline namespace carries a hash of everything inside it (the image and the launch
+  // code), so two headers of one namespace built from different inputs (other -D values) can be
+  // linked into one program without their definitions being merged. Hidden visibility keeps
+  // each shared library's copy to itself (no GNU-unique symbols, no interposition).
+  std::string inner = fmt::format("tilec_{:016x}", fnv1a(body));
+  out += fmt::format("\n#if defined(__GNUC__)\n#pragma GCC visibility push(hidden)\n#endif\n\n"
+                     "namespace {} {{\ninline namespace {} {{\n\n",
+                     opts.ns, inner);
+  out += body;
+  out += fmt::format("}} // namespace {}\n}} // namespace {}\n\n"
+                     "#if defined(__GNUC__)\n#pragma GCC visibility pop\n#endif\n",
+                     inner, opts.ns);
   return out;
 }
 

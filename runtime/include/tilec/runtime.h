@@ -9,6 +9,12 @@
 // on the calling thread at the first successful load; later launches use that module whatever
 // context is current then. Call cuInit() and make a context current first. load() and the
 // lazy load in a launch are thread-safe; unload() must not race with launches.
+//
+// Linkage: everything here and in the generated headers has hidden visibility on ELF (GCC and
+// Clang). Each shared library that includes a generated header keeps its own runtime, module
+// state and embedded image; none of them becomes a process-wide (GNU-unique or interposable)
+// symbol, so two libraries built from headers of one stem with different -D values each launch
+// their own kernels.
 #ifndef TILEC_RUNTIME_H
 #define TILEC_RUNTIME_H
 
@@ -19,6 +25,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
 
 namespace tilec::rt {
 
@@ -145,5 +155,9 @@ inline CUresult launch(ModuleState<N> &state, const void *image,
 }
 
 } // namespace tilec::rt
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #endif // TILEC_RUNTIME_H
