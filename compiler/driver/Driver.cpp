@@ -150,9 +150,11 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     ho.ns = ns;
     ho.sourceName = fs::path(opts.input).filename().string();
     bool embedCubin = opts.embed == "cubin" && c.cubin;
-    files.emplace_back(stem + ".h",
-                       generateHeader(c.lowered->module, embedCubin ? *c.cubin : c.ptx,
-                                      embedCubin ? BinaryKind::Cubin : BinaryKind::Ptx, ho));
+    files.emplace_back(
+        stem + ".h",
+        generateHeader({{&c.lowered->module, target->arch, embedCubin ? *c.cubin : c.ptx,
+                         embedCubin ? BinaryKind::Cubin : BinaryKind::Ptx}},
+                       ho));
   }
   if (opts.emit.count("layout"))
     files.emplace_back(stem + ".layout.json",

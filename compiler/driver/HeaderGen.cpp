@@ -95,12 +95,14 @@ std::vector<std::string> launchParamNames(const thir::Kernel &k) {
   return names;
 }
 
+bool isHeaderName(std::string_view s);
+
 std::string functionName(const thir::Kernel &k) {
   if (!isIdentifier(k.name))
     bug(fmt::format("kernel name '{}' is not an identifier", k.name));
   if (k.name.rfind("tilec_", 0) == 0)
     return "kernel_" + k.name;
-  return isKeyword(k.name) ? k.name + "_" : k.name;
+  return isKeyword(k.name) || isHeaderName(k.name) ? k.name + "_" : k.name;
 }
 
 /// Translates a grid expression into host C++ over `int64_t`, with the language's integer
@@ -245,50 +247,134 @@ void appendImage(std::string &out, std::string_view binary, BinaryKind kind) {
   out += '\n';
 }
 
-void appendKernel(std::string &out, const thir::Kernel &k, size_t index) {
+/// What a launch function does with one parameter: the checks (and any host-side setup) before
+/// the launch, and the object whose address goes into the kernel's argument array. Every
+/// parameter kind is handled here and nowhere else in the launch function.
+struct ParamCode {
+  std::string setup;
+  std::string argument;
+};
+
+ParamCode paramCode(const thir::Param &p, const std::string &name, const std::string &kernel,
+                    int alignBytes) {
+  auto check = [&](std::string call) {
+    return fmt::format("  if (::CUresult tilec_r = {}; tilec_r != ::CUDA_SUCCESS)\n"
+                       "    return tilec_r;\n",
+                       call);
+  };
+  switch (p.kind) {
+  case thir::ParamKind::Tensor:
+    return {check(fmt::format("::tilec::rt::checkTensor({}, {}, \"{}\", \"{}\")", name,
+                              std::max(alignBytes, 1), kernel, name)),
+            name};
+  case thir::ParamKind::Dim:
+    return {check(fmt::format("::tilec::rt::checkDim({}, \"{}\", \"{}\")", name, kernel, name)),
+            name};
+  case thir::ParamKind::Scalar:
+    return {"", name};
+  }
+  bug("unknown parameter kind");
+}
+
+/// The names a header defines next to the kernels' launch functions.
+bool isHeaderName(std::string_view s) {
+  for (std::string_view n : {"load", "unload", "loaded_image", "last_error", "constants"})
+    if (s == n)
+      return true;
+  return false;
+}
+
+/// Everything the header needs to say about one kernel, from every image it was compiled into.
+struct KernelEntry {
+  const thir::Kernel *kernel;      // from the first image (names, parameters, grid)
+  std::vector<int> alignBytes;     // per parameter: the most any image assumes
+  unsigned threads = 0;            // the most any image uses
+  unsigned dynamicSharedBytes = 0; // the most any image uses
+};
+
+void appendKernel(std::string &out, const KernelEntry &e, size_t index) {
+  const thir::Kernel &k = *e.kernel;
   std::vector<std::string> names = launchParamNames(k);
   HostExpr host(k, names);
   std::array<std::string, 3> grid;
   for (size_t i = 0; i < 3; ++i)
     grid[i] = k.grid[i] ? host(k.grid[i]) : "::std::int64_t{1}";
+  std::string fn = functionName(k);
+
+  // The facts of the launch as constants, and the grid as a function of the dimensions and
+  // scalars, for frameworks that plan launches (or check occupancy) themselves.
+  out += fmt::format("/// Compile-time facts of `{}` (with several images: the most any of them "
+                     "uses).\nstruct {}_info {{\n",
+                     k.name, fn);
+  out += fmt::format("  static constexpr const char *name = \"{}\";\n", k.name);
+  out += fmt::format("  static constexpr unsigned threads_per_block = {};\n", e.threads);
+  out +=
+      fmt::format("  static constexpr unsigned dynamic_shared_bytes = {};\n", e.dynamicSharedBytes);
+  out += "  /// The launch grid for these arguments (its extents as computed, before the checks).\n"
+         "  static ::tilec::rt::Grid grid(";
+  bool first = true;
+  for (size_t i = 0; i < k.params.size(); ++i)
+    if (k.params[i].kind != thir::ParamKind::Tensor) {
+      out += fmt::format("{}[[maybe_unused]] {} {}", first ? "" : ", ", cxxParamType(k.params[i]),
+                         names[i]);
+      first = false;
+    }
+  out += fmt::format(") {{\n    return {{{}, {}, {}}};\n  }}\n}};\n\n", grid[0], grid[1], grid[2]);
 
   out += fmt::format("/// Launches `{}`: {} threads a block, dynamic shared memory {} bytes.\n",
-                     k.name, k.threads, k.dynamicSharedBytes);
+                     k.name, e.threads, e.dynamicSharedBytes);
   for (size_t i = 0; i < 3; ++i)
     if (k.grid[i])
       out += fmt::format("/// grid.{} = {}\n", "xyz"[i], thir::printExpr(k.grid[i], k));
-  for (size_t i = 0; i < k.params.size(); ++i)
-    out += fmt::format("/// {}: {}\n", names[i], paramComment(k.params[i]));
-  out += fmt::format("inline ::CUresult {}(::CUstream stream", functionName(k));
+  std::vector<ParamCode> code;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    thir::Param p = k.params[i];
+    p.alignBytes = e.alignBytes[i];
+    out += fmt::format("/// {}: {}\n", names[i], paramComment(p));
+    code.push_back(paramCode(p, names[i], k.name, p.alignBytes));
+  }
+  out += fmt::format("inline ::CUresult {}(::CUstream stream", fn);
   for (size_t i = 0; i < k.params.size(); ++i)
     out += fmt::format(", {} {}", cxxParamType(k.params[i]), names[i]);
   out += ") {\n";
-  for (size_t i = 0; i < k.params.size(); ++i) {
-    const thir::Param &p = k.params[i];
-    if (p.kind == thir::ParamKind::Tensor)
-      out += fmt::format("  if (::CUresult tilec_r = ::tilec::rt::checkTensor({}, {}); tilec_r != "
-                         "::CUDA_SUCCESS)\n    return tilec_r;\n",
-                         names[i], std::max(p.alignBytes, 1));
-    else if (p.kind == thir::ParamKind::Dim)
-      out += fmt::format("  if (::CUresult tilec_r = ::tilec::rt::checkDim({}); tilec_r != "
-                         "::CUDA_SUCCESS)\n    return tilec_r;\n",
-                         names[i]);
-  }
-  for (size_t i = 0; i < 3; ++i)
-    out += fmt::format("  const ::std::int64_t tilec_grid_{} = {};\n", "xyz"[i], grid[i]);
-  if (k.params.empty()) {
+  for (const ParamCode &c : code)
+    out += c.setup;
+  out += fmt::format("  const ::tilec::rt::Grid tilec_grid = {}_info::grid(", fn);
+  first = true;
+  for (size_t i = 0; i < k.params.size(); ++i)
+    if (k.params[i].kind != thir::ParamKind::Tensor) {
+      out += fmt::format("{}{}", first ? "" : ", ", names[i]);
+      first = false;
+    }
+  out += ");\n";
+  if (code.empty()) {
     out += "  void **tilec_args = nullptr;\n";
   } else {
     out += "  void *tilec_args[] = {";
-    for (size_t i = 0; i < names.size(); ++i)
-      out += fmt::format("{}&{}", i ? ", " : "", names[i]);
+    for (size_t i = 0; i < code.size(); ++i)
+      out += fmt::format("{}&{}", i ? ", " : "", code[i].argument);
     out += "};\n";
   }
-  out += fmt::format("  return ::tilec::rt::launch(tilec_detail::state(), tilec_detail::kImage,\n"
-                     "                            tilec_detail::kKernels, {}, tilec_grid_x, "
-                     "tilec_grid_y, tilec_grid_z,\n"
-                     "                            {}u, stream, tilec_args);\n}}\n\n",
-                     index, k.threads);
+  out += fmt::format("  return ::tilec::rt::launch(tilec_detail::state(), tilec_detail::kImages, "
+                     "{}, tilec_grid,\n                              stream, tilec_args);\n}}\n\n",
+                     index);
+}
+
+/// sm_XY[a] -> (X, Y, arch-specific); the driver's target names are all of this form.
+struct ArchNumbers {
+  int major, minor;
+  bool archSpecific;
+};
+ArchNumbers archNumbers(std::string_view arch) {
+  std::string_view digits = arch.substr(arch.rfind('_') + 1);
+  bool specific = !digits.empty() && digits.back() == 'a';
+  if (specific)
+    digits.remove_suffix(1);
+  if (arch.rfind("sm_", 0) != 0 || digits.size() < 2 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(c); }))
+    bug(fmt::format("unexpected arch name '{}'", arch));
+  int v = std::stoi(std::string(digits));
+  return {v / 10, v % 10, specific};
 }
 
 /// FNV-1a, 64 bits: stable across platforms and compiler versions, unlike std::hash.
@@ -328,21 +414,49 @@ bool isValidNamespace(std::string_view ns) {
   }
 }
 
-std::string generateHeader(const thir::Module &m, std::string_view binary, BinaryKind kind,
-                           const HeaderOptions &opts) {
+std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderOptions &opts) {
   if (!isValidNamespace(opts.ns))
     bug(fmt::format("invalid namespace '{}'", opts.ns));
+  if (images.empty())
+    bug("a header needs at least one image");
   std::string_view runtime = runtimeHeaderText();
   if (runtime.find("#ifndef TILEC_RUNTIME_H") == std::string_view::npos)
     bug("the embedded runtime.h lost its TILEC_RUNTIME_H guard");
+
+  // Every image comes from the same source: the same kernels with the same parameters. What may
+  // differ per arch (block size, shared memory, alignment) is merged conservatively.
+  const thir::Module &m = *images.front().module;
+  std::vector<KernelEntry> entries;
+  for (const thir::Kernel &k : m.kernels)
+    entries.push_back({&k, std::vector<int>(k.params.size(), 1)});
+  for (const HeaderImage &img : images) {
+    if (img.module->kernels.size() != m.kernels.size())
+      bug("images with different kernels");
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const thir::Kernel &k = img.module->kernels[i];
+      if (k.name != m.kernels[i].name || k.params.size() != m.kernels[i].params.size())
+        bug(fmt::format("images disagree on kernel '{}'", k.name));
+      if (k.dynamicSharedBytes < 0 || k.threads <= 0)
+        bug("negative dynamic shared memory size or block size");
+      for (size_t j = 0; j < k.params.size(); ++j) {
+        if (k.params[j].kind != m.kernels[i].params[j].kind)
+          bug(fmt::format("images disagree on the parameters of '{}'", k.name));
+        entries[i].alignBytes[j] = std::max(entries[i].alignBytes[j], k.params[j].alignBytes);
+      }
+      entries[i].threads = std::max(entries[i].threads, static_cast<unsigned>(k.threads));
+      entries[i].dynamicSharedBytes =
+          std::max(entries[i].dynamicSharedBytes, static_cast<unsigned>(k.dynamicSharedBytes));
+    }
+  }
 
   std::string out;
   out += fmt::format("// Generated by tilec from {}. Do not edit.\n",
                      opts.sourceName.empty() ? m.name : opts.sourceName);
   out += "// Needs only the CUDA Driver API: call cuInit() and make a context current, then call\n"
-         "// the launch functions (they load the module on first use; see runtime below).\n"
-         "// Argument errors (null or misaligned tensor, dimension <= 0, grid beyond the limits)\n"
-         "// return CUDA_ERROR_INVALID_VALUE before any driver call.\n"
+         "// the launch functions (they load the module into each context on first use there;\n"
+         "// see runtime below). Argument errors (null or misaligned tensor, dimension <= 0, grid\n"
+         "// beyond the limits) return CUDA_ERROR_INVALID_VALUE before any driver call;\n"
+         "// last_error() says which argument was rejected.\n"
          "#pragma once\n\n#include <cuda.h>\n\n#include <array>\n#include <cstddef>\n"
          "#include <cstdint>\n\n";
   out += runtime;
@@ -351,34 +465,55 @@ std::string generateHeader(const thir::Module &m, std::string_view binary, Binar
 
   size_t n = m.kernels.size();
   std::string body = "namespace tilec_detail {\n\n";
-  body += fmt::format("// {}, {} bytes.\nalignas(64) inline constexpr unsigned char kImage[] = {{",
-                      kind == BinaryKind::Cubin ? "cubin" : "PTX text, NUL-terminated",
-                      binary.size() + (kind == BinaryKind::Ptx ? 1 : 0));
-  appendImage(body, binary, kind);
-  body += "};\n\n";
-  body += fmt::format(
-      "inline constexpr ::std::array<::tilec::rt::KernelSpec, {}> kKernels = {{{{\n", n);
-  for (const thir::Kernel &k : m.kernels) {
-    if (k.dynamicSharedBytes < 0)
-      bug("negative dynamic shared memory size");
-    body +=
-        fmt::format("    ::tilec::rt::KernelSpec{{\"{}\", {}u}},\n", k.name, k.dynamicSharedBytes);
+  for (size_t i = 0; i < images.size(); ++i) {
+    const HeaderImage &img = images[i];
+    body += fmt::format("// {} {}, {} bytes.\nalignas(64) inline constexpr unsigned char "
+                        "kImage{}[] = {{",
+                        img.arch, img.kind == BinaryKind::Cubin ? "cubin" : "PTX, NUL-terminated",
+                        img.binary.size() + (img.kind == BinaryKind::Ptx ? 1 : 0), i);
+    appendImage(body, img.binary, img.kind);
+    body += "};\n\n";
+  }
+  body += fmt::format("inline constexpr ::std::array<::tilec::rt::Image<{}>, {}> kImages = {{{{\n",
+                      n, images.size());
+  for (size_t i = 0; i < images.size(); ++i) {
+    const HeaderImage &img = images[i];
+    ArchNumbers a = archNumbers(img.arch);
+    body += fmt::format("    {{\"{} {}\", {}, {}, {}, ::tilec::rt::ImageKind::{}, kImage{}, {{{{\n",
+                        img.arch, img.kind == BinaryKind::Cubin ? "cubin" : "PTX", a.major, a.minor,
+                        a.archSpecific ? "true" : "false",
+                        img.kind == BinaryKind::Cubin ? "Cubin" : "Ptx", i);
+    for (const thir::Kernel &k : img.module->kernels)
+      body +=
+          fmt::format("        {{\"{}\", {}u, {}u}},\n", k.name, k.threads, k.dynamicSharedBytes);
+    body += "    }}},\n";
   }
   body += "}};\n\n";
   body += fmt::format("inline ::tilec::rt::ModuleState<{0}> &state() {{\n"
                       "  static ::tilec::rt::ModuleState<{0}> s;\n  return s;\n}}\n\n",
                       n);
   body += "} // namespace tilec_detail\n\n";
-  body += "/// Loads the module into the current context; launches do it lazily when needed.\n"
-          "inline ::CUresult load() {\n"
-          "  return ::tilec::rt::load(tilec_detail::state(), tilec_detail::kImage,\n"
-          "                           tilec_detail::kKernels);\n}\n\n"
-          "/// Unloads the module; a later launch loads it again. Must not race with launches.\n"
-          "inline void unload() { ::tilec::rt::unload(tilec_detail::state()); }\n\n";
+  body +=
+      "/// Loads the module into the current context; launches do it lazily when needed.\n"
+      "inline ::CUresult load() {\n"
+      "  const ::tilec::rt::ContextModule<" +
+      std::to_string(n) +
+      "> *tilec_loaded = nullptr;\n"
+      "  return ::tilec::rt::load(tilec_detail::state(), tilec_detail::kImages, tilec_loaded);\n"
+      "}\n\n"
+      "/// Unloads the module from every context it was loaded into; a later launch loads it\n"
+      "/// again. Must not race with launches from this header.\n"
+      "inline void unload() { ::tilec::rt::unload(tilec_detail::state()); }\n\n"
+      "/// The image loaded into the current context (\"sm_90a cubin\"), or null.\n"
+      "inline const char *loaded_image() {\n"
+      "  return ::tilec::rt::loadedImage(tilec_detail::state(), tilec_detail::kImages);\n}\n\n"
+      "/// Why the last failed launch or load on this thread failed, in one line (which argument\n"
+      "/// and why); empty when none failed. ::tilec::rt::lastError() has the fields.\n"
+      "inline const char *last_error() { return ::tilec::rt::lastErrorMessage(); }\n\n";
   for (size_t i = 0; i < n; ++i)
-    appendKernel(body, m.kernels[i], i);
+    appendKernel(body, entries[i], i);
 
-  // The inline namespace carries a hash of everything inside it (the image and the launch
+  // The inline namespace carries a hash of everything inside it (the images and the launch
   // code), so two headers of one namespace built from different inputs (other -D values) can be
   // linked into one program without their definitions being merged. Hidden visibility keeps
   // each shared library's copy to itself (no GNU-unique symbols, no interposition).

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tilec::driver {
 
@@ -26,11 +27,20 @@ std::string defaultNamespace(std::string_view stem);
 /// Whether `ns` is a valid (possibly nested, `a::b`) C++ namespace name for --namespace.
 bool isValidNamespace(std::string_view ns);
 
-/// The header text. `binary` is the cubin, or the PTX text (a NUL is appended when embedding).
-/// Kernel::grid entries must be host-evaluable integer expressions (see ThreadIR.h); anything
-/// else, and an invalid namespace, is a compiler bug and throws std::logic_error.
-std::string generateHeader(const thir::Module &m, std::string_view binary, BinaryKind kind,
-                           const HeaderOptions &opts);
+/// One binary the header embeds: the module as compiled for `arch` ("sm_90a") and its cubin or
+/// PTX text (a NUL is appended when embedding PTX).
+struct HeaderImage {
+  const thir::Module *module;
+  std::string arch;
+  std::string_view binary;
+  BinaryKind kind;
+};
+
+/// The header text, embedding every image (the launch picks the one that fits the device). The
+/// images must come from one source (same kernels and parameters). Kernel::grid entries must be
+/// host-evaluable integer expressions (see ThreadIR.h); anything else, and an invalid
+/// namespace, is a compiler bug and throws std::logic_error.
+std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderOptions &opts);
 
 /// runtime/include/tilec/runtime.h as embedded at build time.
 std::string_view runtimeHeaderText();
