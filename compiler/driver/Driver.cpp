@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <charconv>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
@@ -19,7 +20,8 @@ namespace tilec::driver {
 namespace fs = std::filesystem;
 
 const std::vector<std::string> &emitKinds() {
-  static const std::vector<std::string> kinds = {"cubin", "ptx", "llvm", "header", "layout"};
+  static const std::vector<std::string> kinds = {"cubin",  "ptx",      "llvm",
+                                                 "header", "c-header", "layout"};
   return kinds;
 }
 
@@ -93,6 +95,82 @@ bool writeOutputs(Session &s, const fs::path &dir,
   return true;
 }
 
+/// A -D value as the header's constant: True/False or an integer (as sema reads them).
+std::optional<HeaderConstant> defineConstant(const std::string &name, const std::string &text) {
+  std::string t;
+  for (char ch : text)
+    if (ch != '_')
+      t += ch;
+  if (t == "True" || t == "False")
+    return HeaderConstant{name, true, t == "True"};
+  std::string_view digits = t;
+  bool neg = !digits.empty() && digits.front() == '-';
+  if (neg)
+    digits.remove_prefix(1);
+  int base = 10;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    base = 16;
+    digits.remove_prefix(2);
+  }
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v, base);
+  if (ec != std::errc() || p != digits.data() + digits.size() || digits.empty())
+    return std::nullopt;
+  return HeaderConstant{name, false, neg ? -v : v};
+}
+
+/// Every name used in the shape of a tensor parameter: `Tensor((M, K), dtype)` gives M, K and
+/// dtype. A -D that names one of them (and no const) fixes a symbolic dimension.
+void collectNames(const ast::Expr &e, std::set<std::string> &names) {
+  std::visit(
+      [&](const auto &n) {
+        using T = std::decay_t<decltype(n)>;
+        if constexpr (std::is_same_v<T, ast::Name>)
+          names.insert(n.id);
+        else if constexpr (std::is_same_v<T, ast::Call>) {
+          for (const ast::ExprPtr &a : n.args)
+            collectNames(*a, names);
+        } else if constexpr (std::is_same_v<T, ast::Tuple> || std::is_same_v<T, ast::List>) {
+          for (const ast::ExprPtr &a : n.elts)
+            collectNames(*a, names);
+        }
+      },
+      e.node);
+}
+
+/// The constants a framework may want at compile time: the main file's `const`s whose value is
+/// an integer or boolean literal, and every -D that gives one to such a const or to a
+/// symbolic dimension (fixing it). Constants computed from others are left out.
+std::vector<HeaderConstant> headerConstants(const ast::Module &module,
+                                            const std::map<std::string, std::string> &defines) {
+  std::vector<HeaderConstant> out;
+  std::set<std::string> seen;
+  for (const ast::TopLevel &item : module.items) {
+    const auto *c = std::get_if<ast::ConstDecl>(&item);
+    if (!c || !seen.insert(c->name).second)
+      continue;
+    if (auto d = defines.find(c->name); d != defines.end()) {
+      if (auto v = defineConstant(c->name, d->second))
+        out.push_back(*v);
+    } else if (const auto *i = std::get_if<ast::IntLit>(&c->value->node)) {
+      out.push_back({c->name, false, i->value});
+    } else if (const auto *b = std::get_if<ast::BoolLit>(&c->value->node)) {
+      out.push_back({c->name, true, b->value});
+    }
+  }
+  std::set<std::string> shapeNames;
+  for (const ast::TopLevel &item : module.items)
+    if (const auto *f = std::get_if<ast::FuncDef>(&item))
+      for (const ast::Param &p : f->params)
+        if (p.annotation)
+          collectNames(*p.annotation, shapeNames);
+  for (const auto &[name, text] : defines)
+    if (!seen.count(name) && shapeNames.count(name))
+      if (auto v = defineConstant(name, text))
+        out.push_back(*v);
+  return out;
+}
+
 } // namespace
 
 int runCheck(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
@@ -115,9 +193,8 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
   }
   for (const std::string &k : opts.emit)
     if (std::find(emitKinds().begin(), emitKinds().end(), k) == emitKinds().end()) {
-      s.diags.error({}, fmt::format("unknown --emit kind '{}' (kinds: cubin, ptx, llvm, header, "
-                                    "layout)",
-                                    k));
+      s.diags.error(
+          {}, fmt::format("unknown --emit kind '{}' (kinds: {})", k, fmt::join(emitKinds(), ", ")));
       return s.flush();
     }
   std::string stem = stemOf(opts.input);
@@ -149,12 +226,16 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     HeaderOptions ho;
     ho.ns = ns;
     ho.sourceName = fs::path(opts.input).filename().string();
+    if (c.ast)
+      ho.constants = headerConstants(*c.ast, opts.defines);
     bool embedCubin = opts.embed == "cubin" && c.cubin;
     files.emplace_back(
         stem + ".h",
         generateHeader({{&c.lowered->module, target->arch, embedCubin ? *c.cubin : c.ptx,
                          embedCubin ? BinaryKind::Cubin : BinaryKind::Ptx}},
                        ho));
+    if (opts.emit.count("c-header"))
+      files.emplace_back(stem + "_c.h", generateCHeader(c.lowered->module, ho, stem + ".h"));
   }
   if (opts.emit.count("layout"))
     files.emplace_back(stem + ".layout.json",

@@ -4,6 +4,7 @@
 
 #include "threadir/ThreadIR.h"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -12,12 +13,21 @@ namespace tilec::driver {
 
 enum class BinaryKind { Cubin, Ptx };
 
+/// An integer or boolean constant of the program as compiled (after -D).
+struct HeaderConstant {
+  std::string name;
+  bool isBool = false;
+  int64_t value = 0;
+};
+
 struct HeaderOptions {
   /// C++ namespace of the header, possibly nested ("tile::gemm"); see defaultNamespace().
   std::string ns;
   /// Shown in the banner comment (the .tile file name); keep it free of absolute paths so that
   /// outputs do not depend on where the compiler ran.
   std::string sourceName;
+  /// Compile-time constants of the program, emitted as `constants::NAME`.
+  std::vector<HeaderConstant> constants;
 };
 
 /// `tile::<stem>`, the stem made a C++ identifier (other characters become '_', a leading digit
@@ -41,6 +51,13 @@ struct HeaderImage {
 /// host-evaluable integer expressions (see ThreadIR.h); anything else, and an invalid
 /// namespace, is a compiler bug and throws std::logic_error.
 std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderOptions &opts);
+
+/// The C header (`--emit c-header`): extern "C" declarations of load, unload, last_error, and per
+/// kernel its facts (enum constants), grid and launch function, named PREFIX_NAME where PREFIX
+/// is the namespace with '::' made '_'; with TILEC_C_API_IMPLEMENTATION defined in C++ it also
+/// defines them over the C++ header `cxxHeaderName`.
+std::string generateCHeader(const thir::Module &m, const HeaderOptions &opts,
+                            std::string_view cxxHeaderName);
 
 /// runtime/include/tilec/runtime.h as embedded at build time.
 std::string_view runtimeHeaderText();

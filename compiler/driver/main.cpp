@@ -69,7 +69,7 @@ int main(int argc, char **argv) {
   compile->add_flag("--print-pipeline", printPipeline, "list the passes of the compiler and exit");
   compile->add_option("-o", opts.outDir, "output directory (default: .)");
   compile->add_option("--arch", opts.arch, "target GPU architecture (default: sm_90a)");
-  compile->add_option("--emit", emit, "comma list of cubin,ptx,llvm,header,layout");
+  compile->add_option("--emit", emit, "comma list of cubin,ptx,llvm,header,c-header,layout");
   compile->add_option("--namespace", opts.ns, "C++ namespace of the header (default: tile::STEM)");
   compile
       ->add_option("--embed", opts.embed,
@@ -110,6 +110,9 @@ int main(int argc, char **argv) {
       if (!k.empty())
         opts.emit.insert(k);
   }
+  // The C header's implementation includes the C++ header: emit both.
+  if (opts.emit.count("c-header"))
+    opts.emit.insert("header");
   opts.layoutDetailFull = layoutDetail == "full";
   opts.stdlibDir = defaultStdlibDir();
   try {
