@@ -28,8 +28,9 @@ struct DriverOptions {
   std::string embed = "cubin";
   /// Print a stage's output to stdout: "ast", "tile-ir" or "thread-ir".
   std::string dumpAfter;
-  /// The stdlib directory (holding std/...); searched after includeDirs.
-  std::string stdlibDir;
+  /// Where the stdlib may be (directories holding std/...), searched in order after includeDirs:
+  /// those of TILEC_STDLIB_PATH, then the one shipped next to the binary.
+  std::vector<std::string> stdlibDirs;
 };
 
 /// Each returns the process exit status: 0 on success, 1 when an error was reported.

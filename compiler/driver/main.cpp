@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -13,15 +14,23 @@
 
 namespace {
 
-/// The stdlib ships at ../share/tilec/stdlib relative to the binary, in the build tree and
-/// after install alike.
-std::string defaultStdlibDir() {
+/// Where to look for the stdlib: the directories of TILEC_STDLIB_PATH (':'-separated), then
+/// ../share/tilec/stdlib relative to the binary itself (not to the prefix it was built for), in
+/// the build tree and after install, wherever the prefix was copied. The latter is listed even
+/// when it does not exist, so that a failed import says where it looked.
+std::vector<std::string> stdlibDirs() {
+  std::vector<std::string> dirs;
+  if (const char *env = std::getenv("TILEC_STDLIB_PATH")) {
+    std::stringstream ss(env);
+    for (std::string dir; std::getline(ss, dir, ':');)
+      if (!dir.empty())
+        dirs.push_back(dir);
+  }
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec)
-    return {};
-  auto dir = exe.parent_path().parent_path() / "share" / "tilec" / "stdlib";
-  return std::filesystem::is_directory(dir, ec) ? dir.string() : std::string();
+  if (!ec)
+    dirs.push_back((exe.parent_path().parent_path() / "share" / "tilec" / "stdlib").string());
+  return dirs;
 }
 
 bool parseDefine(const std::string &text, tilec::driver::DriverOptions &o) {
@@ -114,7 +123,7 @@ int main(int argc, char **argv) {
   if (opts.emit.count("c-header"))
     opts.emit.insert("header");
   opts.layoutDetailFull = layoutDetail == "full";
-  opts.stdlibDir = defaultStdlibDir();
+  opts.stdlibDirs = stdlibDirs();
   try {
     if (check->parsed())
       return tilec::driver::runCheck(opts, std::cout, std::cerr);
