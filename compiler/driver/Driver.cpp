@@ -171,6 +171,49 @@ std::vector<HeaderConstant> headerConstants(const ast::Module &module,
   return out;
 }
 
+/// A path as Make and Ninja read it in a depfile.
+std::string depfileEscape(const std::string &path) {
+  std::string out;
+  for (char c : path) {
+    if (c == ' ' || c == '#' || c == '\\')
+      out += '\\';
+    if (c == '$')
+      out += '$';
+    out += c;
+  }
+  return out;
+}
+
+/// Writes the depfile: every output depends on each file the compilation read (the source and
+/// the modules it imported, in the order they were read). Written through a temporary and a
+/// rename like the outputs, and only after they were.
+bool writeDepfile(Session &s, const std::string &depfile, const fs::path &outDir,
+                  const std::vector<std::pair<std::string, std::string>> &files) {
+  std::string text;
+  for (const auto &[name, content] : files)
+    text += (text.empty() ? "" : " ") + depfileEscape((outDir / name).string());
+  text += ":";
+  std::error_code ec;
+  for (uint32_t i = 0; i < s.sm.numBuffers(); ++i)
+    if (fs::is_regular_file(s.sm.name(i), ec))
+      text += " \\\n  " + depfileEscape(s.sm.name(i));
+  text += "\n";
+  fs::path final = depfile;
+  fs::path tmp =
+      final.parent_path() / fmt::format(".{}.tmp{}", final.filename().string(), ::getpid());
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (out)
+    fs::rename(tmp, final, ec);
+  if (!out || ec) {
+    fs::remove(tmp, ec);
+    s.diags.error({}, fmt::format("cannot write the depfile '{}'", depfile));
+    return false;
+  }
+  return true;
+}
+
 } // namespace
 
 int runCheck(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
@@ -242,7 +285,18 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
                        layoutReport(*c.program, *c.lowered,
                                     {fs::path(opts.input).filename().string(), target->arch,
                                      opts.layoutDetailFull}));
-  writeOutputs(s, opts.outDir, files);
+  // A depfile that cannot be written fails the compilation before any output is written.
+  if (!opts.depfile.empty()) {
+    std::error_code ec;
+    fs::path parent = fs::path(opts.depfile).parent_path();
+    if (!fs::is_directory(parent.empty() ? fs::path(".") : parent, ec) ||
+        fs::is_directory(opts.depfile, ec)) {
+      s.diags.error({}, fmt::format("cannot write the depfile '{}'", opts.depfile));
+      return s.flush();
+    }
+  }
+  if (writeOutputs(s, opts.outDir, files) && !opts.depfile.empty())
+    writeDepfile(s, opts.depfile, opts.outDir, files);
   return s.flush();
 }
 

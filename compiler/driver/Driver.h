@@ -31,6 +31,9 @@ struct DriverOptions {
   /// Where the stdlib may be (directories holding std/...), searched in order after includeDirs:
   /// those of TILEC_STDLIB_PATH, then the one shipped next to the binary.
   std::vector<std::string> stdlibDirs;
+  /// -MD/-MF: where to write a Make depfile (the outputs depend on the source and every module
+  /// it imported); empty: none.
+  std::string depfile;
 };
 
 /// Each returns the process exit status: 0 on success, 1 when an error was reported.

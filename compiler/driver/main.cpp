@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
@@ -39,6 +40,23 @@ bool parseDefine(const std::string &text, tilec::driver::DriverOptions &o) {
     return false;
   o.defines[text.substr(0, eq)] = text.substr(eq + 1);
   return true;
+}
+
+/// CLI11 takes only one-character names after a single dash; the compiler-style options spelled
+/// with one dash and several letters (-MD, -MF FILE, -MFFILE) become their `--` forms first.
+std::vector<std::string> compilerStyleArgs(int argc, char **argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-MD" || a == "-MF")
+      args.push_back("-" + a);
+    else if (a.rfind("-MF", 0) == 0) {
+      args.push_back("--MF");
+      args.push_back(a.substr(3));
+    } else
+      args.push_back(a);
+  }
+  return args;
 }
 
 } // namespace
@@ -84,13 +102,20 @@ int main(int argc, char **argv) {
       ->add_option("--embed", opts.embed,
                    "what the header embeds: cubin (default) or ptx (JIT-compiled at load)")
       ->check(CLI::IsMember({"cubin", "ptx"}));
+  bool writeDepfile = false;
+  compile->add_flag("--MD", writeDepfile,
+                    "-MD: write a Make depfile listing the source and every imported module "
+                    "(OUTDIR/STEM.d unless -MF names it)");
+  compile->add_option("--MF", opts.depfile, "-MF FILE: the depfile's name (implies -MD)");
   compile->add_flag("--precise-div", opts.preciseDiv,
                     "float32 '/' as IEEE division (default: div.full.f32, at most 2 ulp)");
   compile->add_option("--layout-detail", layoutDetail, "summary or full")
       ->check(CLI::IsMember({"summary", "full"}));
 
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> args = compilerStyleArgs(argc, argv);
+    std::reverse(args.begin(), args.end()); // CLI11 takes the arguments in reverse order
+    app.parse(args);
   } catch (const CLI::ParseError &e) {
     if (e.get_exit_code() == 0) // --help, --version
       return app.exit(e);
@@ -123,6 +148,10 @@ int main(int argc, char **argv) {
   if (opts.emit.count("c-header"))
     opts.emit.insert("header");
   opts.layoutDetailFull = layoutDetail == "full";
+  if (writeDepfile && opts.depfile.empty())
+    opts.depfile = (std::filesystem::path(opts.outDir) /
+                    (std::filesystem::path(opts.input).stem().string() + ".d"))
+                       .string();
   opts.stdlibDirs = stdlibDirs();
   try {
     if (check->parsed())
