@@ -41,6 +41,18 @@ typedef enum CUfunction_attribute_enum {
   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
 } CUfunction_attribute;
 
+// What an application around the headers calls (samples/cmake-app): memory is host memory, and
+// kernels do not run.
+CUresult cuInit(unsigned int flags);
+CUresult cuDeviceGet(CUdevice *device, int ordinal);
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
+CUresult cuCtxSetCurrent(CUcontext ctx);
+CUresult cuCtxSynchronize(void);
+CUresult cuMemAlloc(CUdeviceptr *dptr, size_t bytesize);
+CUresult cuMemFree(CUdeviceptr dptr);
+CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);
+CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount);
+
 CUresult cuCtxGetCurrent(CUcontext *pctx);
 CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId);
 CUresult cuCtxGetDevice(CUdevice *device);

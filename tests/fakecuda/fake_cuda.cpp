@@ -3,6 +3,7 @@
 // function belongs to the current context. Thread-safe. Only for CPU tests of generated headers.
 #include "fake_cuda.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -93,6 +94,45 @@ long fake_cuda_wrong_context_launches(void) {
 }
 fake_cuda_launch fake_cuda_last_launch(void) { return last; }
 void fake_cuda_on_launch(void (*hook)(void **args)) { launchHook = hook; }
+
+CUresult cuInit(unsigned) { return CUDA_SUCCESS; }
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  *device = ordinal;
+  return CUDA_SUCCESS;
+}
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev) {
+  static std::map<int, CUcontext> primary;
+  CUcontext &ctx = primary[dev];
+  if (!ctx)
+    ctx = fake_cuda_create_context(dev);
+  *pctx = ctx;
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxSetCurrent(CUcontext ctx) {
+  fake_cuda_set_current(ctx);
+  return CUDA_SUCCESS;
+}
+CUresult cuCtxSynchronize(void) { return current() ? CUDA_SUCCESS : CUDA_ERROR_INVALID_CONTEXT; }
+CUresult cuMemAlloc(CUdeviceptr *p, size_t bytes) {
+  // 256-byte aligned, as the driver's allocations are.
+  void *m = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!m)
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = reinterpret_cast<CUdeviceptr>(m);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemFree(CUdeviceptr p) {
+  std::free(reinterpret_cast<void *>(p));
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyHtoD(CUdeviceptr dst, const void *src, size_t bytes) {
+  std::memcpy(reinterpret_cast<void *>(dst), src, bytes);
+  return CUDA_SUCCESS;
+}
+CUresult cuMemcpyDtoH(void *dst, CUdeviceptr src, size_t bytes) {
+  std::memcpy(dst, reinterpret_cast<const void *>(src), bytes);
+  return CUDA_SUCCESS;
+}
 
 CUresult cuCtxGetCurrent(CUcontext *pctx) {
   *pctx = current();
