@@ -11,7 +11,9 @@
 #include <charconv>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -187,16 +189,17 @@ std::string depfileEscape(const std::string &path) {
 /// Writes the depfile: every output depends on each file the compilation read (the source and
 /// the modules it imported, in the order they were read). Written through a temporary and a
 /// rename like the outputs, and only after they were.
-bool writeDepfile(Session &s, const std::string &depfile, const fs::path &outDir,
+bool writeDepfile(Session &s, const SourceManager &sm, const std::string &depfile,
+                  const fs::path &outDir,
                   const std::vector<std::pair<std::string, std::string>> &files) {
   std::string text;
   for (const auto &[name, content] : files)
     text += (text.empty() ? "" : " ") + depfileEscape((outDir / name).string());
   text += ":";
   std::error_code ec;
-  for (uint32_t i = 0; i < s.sm.numBuffers(); ++i)
-    if (fs::is_regular_file(s.sm.name(i), ec))
-      text += " \\\n  " + depfileEscape(s.sm.name(i));
+  for (uint32_t i = 0; i < sm.numBuffers(); ++i)
+    if (fs::is_regular_file(sm.name(i), ec))
+      text += " \\\n  " + depfileEscape(sm.name(i));
   text += "\n";
   fs::path final = depfile;
   fs::path tmp =
@@ -226,14 +229,75 @@ int runCheck(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
   return s.flush();
 }
 
+namespace {
+
+/// One target of --arch: `sm_80`, or `sm_80+ptx` (machine code and PTX, so that the header also
+/// runs on later GPUs through the driver's JIT).
+struct ArchRequest {
+  target::TargetInfo target;
+  bool addPtx = false;
+};
+
+std::optional<std::vector<ArchRequest>> parseArchs(Session &s, const std::string &list) {
+  std::vector<ArchRequest> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) {
+    bool addPtx = item.size() > 4 && item.compare(item.size() - 4, 4, "+ptx") == 0;
+    std::string name = addPtx ? item.substr(0, item.size() - 4) : item;
+    std::optional<target::TargetInfo> t = target::targetInfo(name);
+    if (!t) {
+      s.diags.error({}, fmt::format("unsupported --arch '{}' (supported: {})", name,
+                                    fmt::join(target::supportedArchs(), ", ")));
+      return std::nullopt;
+    }
+    for (const ArchRequest &r : out)
+      if (r.target.arch == t->arch) {
+        s.diags.error({}, fmt::format("--arch names '{}' twice", t->arch));
+        return std::nullopt;
+      }
+    out.push_back({*t, addPtx});
+  }
+  if (out.empty()) {
+    s.diags.error({}, fmt::format("unsupported --arch '{}' (supported: {})", list,
+                                  fmt::join(target::supportedArchs(), ", ")));
+    return std::nullopt;
+  }
+  return out;
+}
+
+/// The compilation for one target, with its own sources and diagnostics (every target runs the
+/// whole pipeline; the front end's diagnostics repeat and are printed once).
+struct ArchRun {
+  DriverOptions opts;
+  bool addPtx;
+  SourceManager sm;
+  DiagnosticEngine diags{sm};
+  std::optional<Compilation> c;
+  ArchRun(const DriverOptions &o, const ArchRequest &r) : opts(o), addPtx(r.addPtx) {
+    opts.arch = r.target.arch;
+    c.emplace(opts, sm, diags, r.target);
+  }
+};
+
+/// Each error or warning rendered with the notes that follow it.
+std::vector<std::string> diagnosticGroups(const DiagnosticEngine &d) {
+  std::vector<std::string> groups;
+  for (const Diagnostic &x : d.diagnostics()) {
+    if (x.severity == Severity::Note && !groups.empty())
+      groups.back() += d.render(x);
+    else
+      groups.push_back(d.render(x));
+  }
+  return groups;
+}
+
+} // namespace
+
 int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
   Session s(err);
-  std::optional<target::TargetInfo> target = target::targetInfo(opts.arch);
-  if (!target) {
-    s.diags.error({}, fmt::format("unsupported --arch '{}' (supported: {})", opts.arch,
-                                  fmt::join(target::supportedArchs(), ", ")));
+  std::optional<std::vector<ArchRequest>> archs = parseArchs(s, opts.arch);
+  if (!archs)
     return s.flush();
-  }
   for (const std::string &k : opts.emit)
     if (std::find(emitKinds().begin(), emitKinds().end(), k) == emitKinds().end()) {
       s.diags.error(
@@ -246,45 +310,89 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     s.diags.error({}, fmt::format("--namespace '{}' is not a valid C++ namespace name", ns));
     return s.flush();
   }
-  Compilation c(opts, s.sm, s.diags, *target);
   bool threadIR = isThreadIRInput(opts.input);
   if (threadIR && opts.emit.count("layout")) {
     s.diags.error({}, "--emit layout needs a .tile source (a .thir file has no tile-level "
                       "layouts to report)");
     return s.flush();
   }
-  if (threadIR ? !loadThreadIR(c, out) ||
-                     !runPipeline(c, threadIRFirstPass(), compilePipeline().size(), out)
-               : !runPipeline(c, 0, compilePipeline().size(), out))
+  bool several = archs->size() > 1;
+  if (several && !opts.dumpAfter.empty()) {
+    s.diags.error({}, "--dump-after needs a single --arch");
     return s.flush();
+  }
 
+  std::vector<std::unique_ptr<ArchRun>> runs;
+  std::set<std::string> printed;
+  bool failed = false;
+  for (const ArchRequest &r : *archs) {
+    runs.push_back(std::make_unique<ArchRun>(opts, r));
+    Compilation &c = *runs.back()->c;
+    bool ok = threadIR ? loadThreadIR(c, out) &&
+                             runPipeline(c, threadIRFirstPass(), compilePipeline().size(), out)
+                       : runPipeline(c, 0, compilePipeline().size(), out);
+    // The first target's diagnostics as always; a later target's only where they differ (the
+    // front end's warnings would otherwise repeat once per target).
+    if (runs.size() == 1) {
+      err << runs.back()->diags.renderAll();
+      for (std::string &g : diagnosticGroups(runs.back()->diags))
+        printed.insert(std::move(g));
+    } else {
+      for (std::string &g : diagnosticGroups(runs.back()->diags))
+        if (printed.insert(g).second)
+          err << g;
+    }
+    if (!ok || runs.back()->diags.hasErrors()) {
+      failed = true;
+      break;
+    }
+  }
+  if (failed)
+    return std::max(s.flush(), 1);
+
+  // With several targets, the per-target outputs carry the target's name: gemm.sm_80.ptx.
+  auto perArch = [&](const ArchRun &r, std::string_view ext) {
+    return several ? fmt::format("{}.{}.{}", stem, r.opts.arch, ext)
+                   : fmt::format("{}.{}", stem, ext);
+  };
   std::vector<std::pair<std::string, std::string>> files;
-  if (opts.emit.count("llvm"))
-    files.emplace_back(stem + ".ll", codegen::emitLLVMText(*c.llvmModule));
-  if (opts.emit.count("ptx"))
-    files.emplace_back(stem + ".ptx", c.ptx);
-  if (opts.emit.count("cubin") && c.cubin)
-    files.emplace_back(stem + ".cubin", *c.cubin);
+  for (const auto &run : runs) {
+    const Compilation &c = *run->c;
+    if (opts.emit.count("llvm"))
+      files.emplace_back(perArch(*run, "ll"), codegen::emitLLVMText(*c.llvmModule));
+    if (opts.emit.count("ptx"))
+      files.emplace_back(perArch(*run, "ptx"), c.ptx);
+    if (opts.emit.count("cubin") && c.cubin)
+      files.emplace_back(perArch(*run, "cubin"), *c.cubin);
+  }
   if (opts.emit.count("header")) {
+    const Compilation &first = *runs.front()->c;
     HeaderOptions ho;
     ho.ns = ns;
     ho.sourceName = fs::path(opts.input).filename().string();
-    if (c.ast)
-      ho.constants = headerConstants(*c.ast, opts.defines);
-    bool embedCubin = opts.embed == "cubin" && c.cubin;
-    files.emplace_back(
-        stem + ".h",
-        generateHeader({{&c.lowered->module, target->arch, embedCubin ? *c.cubin : c.ptx,
-                         embedCubin ? BinaryKind::Cubin : BinaryKind::Ptx}},
-                       ho));
+    if (first.ast)
+      ho.constants = headerConstants(*first.ast, opts.defines);
+    // Per target: its cubin (unless --embed ptx, or no ptxas), and its PTX when asked for
+    // (+ptx, --embed ptx) or when there is no cubin.
+    std::vector<HeaderImage> images;
+    for (const auto &run : runs) {
+      const Compilation &c = *run->c;
+      bool cubin = opts.embed == "cubin" && c.cubin;
+      if (cubin)
+        images.push_back({&c.lowered->module, run->opts.arch, *c.cubin, BinaryKind::Cubin});
+      if (!cubin || run->addPtx)
+        images.push_back({&c.lowered->module, run->opts.arch, c.ptx, BinaryKind::Ptx});
+    }
+    files.emplace_back(stem + ".h", generateHeader(images, ho));
     if (opts.emit.count("c-header"))
-      files.emplace_back(stem + "_c.h", generateCHeader(c.lowered->module, ho, stem + ".h"));
+      files.emplace_back(stem + "_c.h", generateCHeader(images, ho, stem + ".h"));
   }
   if (opts.emit.count("layout"))
-    files.emplace_back(stem + ".layout.json",
-                       layoutReport(*c.program, *c.lowered,
-                                    {fs::path(opts.input).filename().string(), target->arch,
-                                     opts.layoutDetailFull}));
+    for (const auto &run : runs)
+      files.emplace_back(perArch(*run, "layout.json"),
+                         layoutReport(*run->c->program, *run->c->lowered,
+                                      {fs::path(opts.input).filename().string(), run->opts.arch,
+                                       opts.layoutDetailFull}));
   // A depfile that cannot be written fails the compilation before any output is written.
   if (!opts.depfile.empty()) {
     std::error_code ec;
@@ -296,7 +404,7 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     }
   }
   if (writeOutputs(s, opts.outDir, files) && !opts.depfile.empty())
-    writeDepfile(s, opts.depfile, opts.outDir, files);
+    writeDepfile(s, runs.front()->sm, opts.depfile, opts.outDir, files);
   return s.flush();
 }
 

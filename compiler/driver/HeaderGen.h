@@ -53,10 +53,11 @@ struct HeaderImage {
 std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderOptions &opts);
 
 /// The C header (`--emit c-header`): extern "C" declarations of load, unload, last_error, and per
-/// kernel its facts (enum constants), grid and launch function, named PREFIX_NAME where PREFIX
-/// is the namespace with '::' made '_'; with TILEC_C_API_IMPLEMENTATION defined in C++ it also
-/// defines them over the C++ header `cxxHeaderName`.
-std::string generateCHeader(const thir::Module &m, const HeaderOptions &opts,
+/// kernel its facts (enum constants, merged over the images as in the C++ header), grid and launch
+/// function, named PREFIX_NAME where PREFIX is the namespace with '::' made '_'; with
+/// TILEC_C_API_IMPLEMENTATION defined in C++ it also defines them over the C++ header
+/// `cxxHeaderName`.
+std::string generateCHeader(const std::vector<HeaderImage> &images, const HeaderOptions &opts,
                             std::string_view cxxHeaderName);
 
 /// runtime/include/tilec/runtime.h as embedded at build time.

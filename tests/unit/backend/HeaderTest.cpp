@@ -219,3 +219,60 @@ TEST_CASE("generated headers compile and behave (against a fake driver)") {
   std::error_code ec;
   fs::remove_all(dir, ec);
 }
+
+/// Image selection by compute capability, against the fake driver: which image each device gets,
+/// with the launch facts of that image, and the error when none fits.
+constexpr std::string_view kMultiArchMain = R"cpp(
+#include "multi.h"
+#include "fake_cuda.h"
+#include <cstdio>
+#include <cstring>
+
+#define EXPECT(c) do { if (!(c)) { std::printf("failed: %s (line %d)\n", #c, __LINE__); return 1; } } while (0)
+int main() {
+  namespace va = tile::multi;
+  fake_cuda_set_capability(0, 9, 0);  // H100/H200: the arch-specific sm_90a cubin
+  fake_cuda_set_capability(1, 8, 6);  // A10-like: the sm_80 cubin (same major, later minor)
+  fake_cuda_set_capability(2, 10, 0); // newer major: only PTX can run
+  fake_cuda_set_capability(3, 7, 5);  // older: nothing fits
+  const char *want[] = {"sm_90a cubin", "sm_80 cubin", "sm_80 PTX"};
+  unsigned threads[] = {256, 128, 128};
+  for (int d = 0; d < 3; ++d) {
+    fake_cuda_create_context(d);
+    EXPECT(va::vector_add(nullptr, 0x1000, 0x1000, 0x1000, 5000) == CUDA_SUCCESS);
+    EXPECT(std::strcmp(va::loaded_image(), want[d]) == 0);
+    EXPECT(fake_cuda_last_launch().block == threads[d]);
+  }
+  fake_cuda_create_context(3);
+  EXPECT(va::vector_add(nullptr, 0x1000, 0x1000, 0x1000, 5000) == CUDA_ERROR_NO_BINARY_FOR_GPU);
+  EXPECT(va::loaded_image() == nullptr);
+  EXPECT(std::strstr(va::last_error(), "vector_add: no embedded image runs on this GPU"));
+  EXPECT(va::vector_add_info::threads_per_block == 256);
+  return 0;
+}
+)cpp";
+
+TEST_CASE("a header with several images picks by compute capability (fake driver)") {
+  Module sm90 = vectorAdd(), sm80 = vectorAdd();
+  sm80.kernels[0].threads = 128;
+  std::string cubin90 = kFakeCubin + "90", cubin80 = kFakeCubin + "80";
+  std::string h =
+      driver::generateHeader({{&sm90, "sm_90a", cubin90, driver::BinaryKind::Cubin},
+                              {&sm80, "sm_80", cubin80, driver::BinaryKind::Cubin},
+                              {&sm80, "sm_80", ".version 8.5", driver::BinaryKind::Ptx}},
+                             {"tile::multi", "multi.tile"});
+  CHECK(contains(h, "{\"sm_80 cubin\", 8, 0, false, ::tilec::rt::ImageKind::Cubin, kImage1"));
+  CHECK(contains(h, "static constexpr unsigned threads_per_block = 256;"));
+  fs::path dir = fs::temp_directory_path() / fmt::format("tilec-multiarch-test-{}", ::getpid());
+  fs::create_directories(dir);
+  write(dir / "multi.h", h);
+  write(dir / "main.cpp", kMultiArchMain);
+  fs::path exe = dir / "multi";
+  REQUIRE(run(fmt::format("{} -std=c++17 -Wall -Wextra -Werror -I{} -I{} -o {} {} {}/fake_cuda.cpp "
+                          "-lpthread",
+                          TILEC_TEST_CXX, dir.string(), TILEC_TEST_FAKECUDA, exe.string(),
+                          (dir / "main.cpp").string(), TILEC_TEST_FAKECUDA)) == 0);
+  CHECK(run(exe.string()) == 0);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
