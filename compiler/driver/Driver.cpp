@@ -29,16 +29,94 @@ const std::vector<std::string> &emitKinds() {
 
 namespace {
 
-/// Everything one run needs: the sources, the diagnostics, and where they are printed.
+/// ANSI colours for --color: the location bold, the severity in its colour, the caret green.
+std::string colorize(const std::string &text) {
+  static constexpr std::string_view kBold = "\033[1m", kReset = "\033[0m";
+  std::string out;
+  std::stringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    bool done = false;
+    for (auto [word, color] :
+         {std::pair<std::string_view, std::string_view>{"error: ", "\033[1;31m"},
+          {"warning: ", "\033[1;35m"},
+          {"note: ", "\033[1;36m"}}) {
+      size_t at = line.find(word);
+      if (at == std::string::npos ||
+          (at >= 2 && line.compare(at - 2, 2, ": ") != 0 && line.compare(0, at, "tilec: ") != 0))
+        continue;
+      out += fmt::format("{}{}{}{}{}{}{}{}\n", kBold, line.substr(0, at), kReset, color, word,
+                         kReset, kBold, line.substr(at + word.size()));
+      out += kReset;
+      done = true;
+      break;
+    }
+    if (done)
+      continue;
+    if (line.find_first_not_of(' ') != std::string::npos &&
+        line.find_first_not_of(" ^~") == std::string::npos)
+      out += fmt::format("\033[1;32m{}{}\n", line, kReset);
+    else
+      out += line + "\n";
+  }
+  return out;
+}
+
+/// Everything one run needs: the sources, the diagnostics, and where they are printed under the
+/// options that govern them (-w, -Werror, --color).
 struct Session {
   SourceManager sm;
   DiagnosticEngine diags{sm};
   std::ostream &err;
-  explicit Session(std::ostream &e) : err(e) {}
-  /// Prints what was reported so far and returns the exit status.
+  const DriverOptions &opts;
+  /// Set once an error (or, under -Werror, a warning) was printed.
+  bool failed = false;
+  /// What was printed, each error or warning with its notes: a later compilation of the same
+  /// source (another --arch target) prints only what differs.
+  std::set<std::string> printed;
+  Session(std::ostream &e, const DriverOptions &o) : err(e), opts(o) {}
+
+  /// Prints the diagnostics of `d` (this session's or another compilation's) that were not
+  /// printed before: warnings dropped under -w, made errors under -Werror.
+  void print(const DiagnosticEngine &d) {
+    std::string group, text;
+    std::vector<std::string> groups;
+    bool failing = false, skipping = false;
+    // Only what an earlier engine printed is left out: within one, a repeat is printed again.
+    auto finish = [&]() {
+      if (!group.empty() && !printed.count(group)) {
+        text += group;
+        failed = failed || failing;
+        groups.push_back(group);
+      }
+      group.clear();
+    };
+    for (Diagnostic x : d.diagnostics()) {
+      if (x.severity != Severity::Note) {
+        finish();
+        skipping = x.severity == Severity::Warning && opts.noWarnings;
+        failing = x.severity == Severity::Error;
+        if (x.severity == Severity::Warning && opts.warningsAsErrors && !skipping) {
+          x.severity = Severity::Error;
+          x.message += " [-Werror]";
+          failing = true;
+        }
+      }
+      if (!skipping)
+        group += d.render(x);
+    }
+    finish();
+    printed.insert(groups.begin(), groups.end());
+    failed = failed || d.hasErrors();
+    if (d.numErrors() > DiagnosticEngine::kMaxErrors)
+      text += fmt::format("tilec: note: {} more errors not shown\n",
+                          d.numErrors() - DiagnosticEngine::kMaxErrors);
+    err << (opts.color ? colorize(text) : text);
+  }
+
+  /// Prints what this session reported and returns the exit status of the run.
   int flush() {
-    err << diags.renderAll();
-    return diags.hasErrors() ? 1 : 0;
+    print(diags);
+    return failed ? 1 : 0;
   }
 };
 
@@ -220,7 +298,7 @@ bool writeDepfile(Session &s, const SourceManager &sm, const std::string &depfil
 } // namespace
 
 int runCheck(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
-  Session s(err);
+  Session s(err, opts);
   Compilation c(opts, s.sm, s.diags, target::defaultTarget());
   if (isThreadIRInput(opts.input))
     loadThreadIR(c, out);
@@ -279,22 +357,10 @@ struct ArchRun {
   }
 };
 
-/// Each error or warning rendered with the notes that follow it.
-std::vector<std::string> diagnosticGroups(const DiagnosticEngine &d) {
-  std::vector<std::string> groups;
-  for (const Diagnostic &x : d.diagnostics()) {
-    if (x.severity == Severity::Note && !groups.empty())
-      groups.back() += d.render(x);
-    else
-      groups.push_back(d.render(x));
-  }
-  return groups;
-}
-
 } // namespace
 
 int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
-  Session s(err);
+  Session s(err, opts);
   std::optional<std::vector<ArchRequest>> archs = parseArchs(s, opts.arch);
   if (!archs)
     return s.flush();
@@ -323,32 +389,18 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
   }
 
   std::vector<std::unique_ptr<ArchRun>> runs;
-  std::set<std::string> printed;
-  bool failed = false;
   for (const ArchRequest &r : *archs) {
     runs.push_back(std::make_unique<ArchRun>(opts, r));
     Compilation &c = *runs.back()->c;
     bool ok = threadIR ? loadThreadIR(c, out) &&
                              runPipeline(c, threadIRFirstPass(), compilePipeline().size(), out)
                        : runPipeline(c, 0, compilePipeline().size(), out);
-    // The first target's diagnostics as always; a later target's only where they differ (the
-    // front end's warnings would otherwise repeat once per target).
-    if (runs.size() == 1) {
-      err << runs.back()->diags.renderAll();
-      for (std::string &g : diagnosticGroups(runs.back()->diags))
-        printed.insert(std::move(g));
-    } else {
-      for (std::string &g : diagnosticGroups(runs.back()->diags))
-        if (printed.insert(g).second)
-          err << g;
-    }
-    if (!ok || runs.back()->diags.hasErrors()) {
-      failed = true;
-      break;
-    }
+    // A later target prints only the diagnostics that differ from an earlier one's (the front
+    // end's warnings would otherwise repeat once per target).
+    s.print(runs.back()->diags);
+    if (!ok || s.failed)
+      return 1;
   }
-  if (failed)
-    return std::max(s.flush(), 1);
 
   // With several targets, the per-target outputs carry the target's name: gemm.sm_80.ptx.
   auto perArch = [&](const ArchRun &r, std::string_view ext) {

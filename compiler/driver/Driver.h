@@ -34,6 +34,10 @@ struct DriverOptions {
   /// -MD/-MF: where to write a Make depfile (the outputs depend on the source and every module
   /// it imported); empty: none.
   std::string depfile;
+  /// -w: no warnings; -Werror: warnings are errors (-w wins); --color: ANSI colours.
+  bool noWarnings = false;
+  bool warningsAsErrors = false;
+  bool color = false;
 };
 
 /// Each returns the process exit status: 0 on success, 1 when an error was reported.

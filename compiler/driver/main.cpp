@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -43,12 +44,13 @@ bool parseDefine(const std::string &text, tilec::driver::DriverOptions &o) {
 }
 
 /// CLI11 takes only one-character names after a single dash; the compiler-style options spelled
-/// with one dash and several letters (-MD, -MF FILE, -MFFILE) become their `--` forms first.
+/// with one dash and several letters (-MD, -MF FILE, -MFFILE, -Werror) become their `--` forms
+/// first.
 std::vector<std::string> compilerStyleArgs(int argc, char **argv) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
-    if (a == "-MD" || a == "-MF")
+    if (a == "-MD" || a == "-MF" || a == "-Werror")
       args.push_back("-" + a);
     else if (a.rfind("-MF", 0) == 0) {
       args.push_back("--MF");
@@ -71,8 +73,15 @@ int main(int argc, char **argv) {
   app.set_version_flag("--version", std::string("tilec 0.1.0 (LLVM 22, NVPTX)"));
   app.require_subcommand(1);
 
+  std::vector<std::string> inputs;
+  std::string color = "auto";
   auto addCommon = [&](CLI::App *cmd) {
-    cmd->add_option("file", opts.input, "the .tile source, or thread IR text (.thir)");
+    cmd->add_option("files", inputs, "the .tile sources, or thread IR text (.thir)");
+    cmd->add_flag("-w", opts.noWarnings, "print no warnings");
+    cmd->add_flag("--Werror", opts.warningsAsErrors,
+                  "-Werror: make warnings errors (nothing is written)");
+    cmd->add_option("--color", color, "colour diagnostics: auto (on a terminal), always, never")
+        ->check(CLI::IsMember({"auto", "always", "never"}));
     // One value per flag, so that `-D X=1 FILE` does not take FILE as a second define.
     cmd->add_option("-D", defines, "NAME=VALUE: override a const or fix a symbolic dimension")
         ->allow_extra_args(false);
@@ -128,9 +137,29 @@ int main(int argc, char **argv) {
     return 0;
   }
   // Required unless --print-pipeline: CLI11's own check would not know the exception.
-  if (opts.input.empty()) {
+  if (inputs.empty()) {
     std::cerr << "tilec: error: file is required\nrun 'tilec --help' for usage\n";
     return 1;
+  }
+  // Options that name one output cannot serve several inputs, and two inputs of one stem would
+  // write the same outputs.
+  if (inputs.size() > 1) {
+    const char *single = !opts.depfile.empty()     ? "-MF"
+                         : !opts.ns.empty()        ? "--namespace"
+                         : !opts.dumpAfter.empty() ? "--dump-after"
+                                                   : nullptr;
+    if (single) {
+      std::cerr << "tilec: error: " << single << " needs a single input file\n";
+      return 1;
+    }
+    std::set<std::string> stems;
+    for (const std::string &in : inputs)
+      if (!stems.insert(std::filesystem::path(in).stem().string()).second) {
+        std::cerr << "tilec: error: two input files named '"
+                  << std::filesystem::path(in).stem().string()
+                  << "' would write the same outputs\n";
+        return 1;
+      }
   }
   for (const std::string &d : defines)
     if (!parseDefine(d, opts)) {
@@ -148,15 +177,28 @@ int main(int argc, char **argv) {
   if (opts.emit.count("c-header"))
     opts.emit.insert("header");
   opts.layoutDetailFull = layoutDetail == "full";
-  if (writeDepfile && opts.depfile.empty())
-    opts.depfile = (std::filesystem::path(opts.outDir) /
-                    (std::filesystem::path(opts.input).stem().string() + ".d"))
-                       .string();
+  // auto: colour only on a terminal that is not "dumb", and never under NO_COLOR.
+  const char *term = std::getenv("TERM");
+  opts.color = color == "always" ||
+               (color == "auto" && ::isatty(STDERR_FILENO) && !std::getenv("NO_COLOR") &&
+                !(term && std::string_view(term) == "dumb"));
   opts.stdlibDirs = stdlibDirs();
   try {
-    if (check->parsed())
-      return tilec::driver::runCheck(opts, std::cout, std::cerr);
-    return tilec::driver::runCompile(opts, std::cout, std::cerr);
+    // Each input is compiled on its own, as if by its own command; the status is 1 when any
+    // failed, and the later ones are still compiled.
+    int status = 0;
+    for (const std::string &in : inputs) {
+      tilec::driver::DriverOptions one = opts;
+      one.input = in;
+      if (writeDepfile && one.depfile.empty())
+        one.depfile =
+            (std::filesystem::path(one.outDir) / (std::filesystem::path(in).stem().string() + ".d"))
+                .string();
+      int r = check->parsed() ? tilec::driver::runCheck(one, std::cout, std::cerr)
+                              : tilec::driver::runCompile(one, std::cout, std::cerr);
+      status = std::max(status, r);
+    }
+    return status;
   } catch (const std::exception &e) {
     std::cerr << "tilec: internal compiler error: " << e.what()
               << "\nplease report this with the input file\n";
