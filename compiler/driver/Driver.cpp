@@ -2,6 +2,7 @@
 
 #include "driver/HeaderGen.h"
 #include "driver/LayoutReport.h"
+#include "driver/LayoutSvg.h"
 #include "driver/Pipeline.h"
 
 #include <fmt/format.h>
@@ -22,8 +23,8 @@ namespace tilec::driver {
 namespace fs = std::filesystem;
 
 const std::vector<std::string> &emitKinds() {
-  static const std::vector<std::string> kinds = {"cubin",  "ptx",      "llvm",
-                                                 "header", "c-header", "layout"};
+  static const std::vector<std::string> kinds = {"cubin",    "ptx",    "llvm",      "header",
+                                                 "c-header", "layout", "layout-svg"};
   return kinds;
 }
 
@@ -377,7 +378,7 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     return s.flush();
   }
   bool threadIR = isThreadIRInput(opts.input);
-  if (threadIR && opts.emit.count("layout")) {
+  if (threadIR && (opts.emit.count("layout") || opts.emit.count("layout-svg"))) {
     s.diags.error({}, "--emit layout needs a .tile source (a .thir file has no tile-level "
                       "layouts to report)");
     return s.flush();
@@ -445,6 +446,12 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
                          layoutReport(*run->c->program, *run->c->lowered,
                                       {fs::path(opts.input).filename().string(), run->opts.arch,
                                        opts.layoutDetailFull}));
+  if (opts.emit.count("layout-svg"))
+    for (const auto &run : runs)
+      files.emplace_back(perArch(*run, "layout.svg"),
+                         layoutSvg(layoutReport(
+                             *run->c->program, *run->c->lowered,
+                             {fs::path(opts.input).filename().string(), run->opts.arch, true})));
   // A depfile that cannot be written fails the compilation before any output is written.
   if (!opts.depfile.empty()) {
     std::error_code ec;

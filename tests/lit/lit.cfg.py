@@ -24,5 +24,8 @@ if config.have_ptxas:
     config.available_features.add("ptxas")
 if os.path.isdir(os.path.join(config.source_root, "..", "shared", "conformance")):
     config.available_features.add("conformance")
+import shutil
+if shutil.which("chromium"):
+    config.available_features.add("chromium")
 import sys
 config.substitutions.append(("%python", sys.executable))
