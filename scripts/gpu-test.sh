@@ -3,8 +3,10 @@
 #
 #   scripts/gpu-test.sh build   here: compile the samples the tests need with build/bin/tilec
 #                               and build the test programs into .gpu/ (ignored by git)
-#   scripts/gpu-test.sh run     on the GPU machine, with .gpu/ carried there: run every test
-#                               program; the log goes to $OUT/gpu-results.txt when $OUT is set
+#   scripts/gpu-test.sh run [NAME...]
+#                               on the GPU machine, with .gpu/ carried there: run every test
+#                               program (or those named, e.g. two_gpus_gpu on the two-GPU
+#                               machine); the log goes to $OUT/gpu-results.txt when $OUT is set
 #
 # Each program checks exactness against a CPU reference on fresh random inputs with a poisoned
 # output, and times itself next to a device-to-device copy measured in the same run.
@@ -34,11 +36,33 @@ build)
   for kernel in "$root"/tests/gpu/kernels/*.tile; do
     "$tilec" compile "$kernel" -o "$gpu/gen" --emit cubin,ptx,header,layout
   done
+  # Several arches in one header (multi_arch_gpu): both cubins, sm_80 with its PTX, sm_80 alone.
+  mkdir -p "$gpu/gen/multi/both" "$gpu/gen/multi/fwd" "$gpu/gen/multi/only80"
+  "$tilec" compile "$root/samples/vector_add.tile" -o "$gpu/gen/multi/both" --arch sm_80,sm_90a \
+    --namespace tile::multi::both
+  "$tilec" compile "$root/samples/vector_add.tile" -o "$gpu/gen/multi/fwd" --arch sm_80+ptx \
+    --namespace tile::multi::fwd
+  "$tilec" compile "$root/samples/vector_add.tile" -o "$gpu/gen/multi/only80" --arch sm_80 \
+    --namespace tile::multi::only80
+  # Two shared libraries from one stem with different -D (two_libraries_gpu dlopens them).
+  mkdir -p "$gpu/lib" "$gpu/gen/scale_a" "$gpu/gen/scale_b"
+  "$tilec" compile "$root/tests/gpu/libs/scale.tile" -o "$gpu/gen/scale_a"
+  "$tilec" compile "$root/tests/gpu/libs/scale.tile" -o "$gpu/gen/scale_b" -D factor=3 -D block=256
+  for v in a b; do
+    g++ -std=c++17 -O2 -Wall -Wextra -fPIC -shared -I"$gpu/gen/scale_$v" -I"$cuda/include" \
+      "$root/tests/gpu/libs/scale_lib.cpp" -o "$gpu/lib/libscale_$v.so" -L"$cuda/lib64/stubs" -lcuda
+  done
   for src in "$root"/tests/gpu/*_gpu.cpp; do
     name=$(basename "$src" .cpp)
-    g++ -std=c++17 -O2 -Wall -Wextra -I"$gpu/gen" -I"$root/tests/gpu" -I"$cuda/include" \
-      "$src" -o "$gpu/bin/$name" -L"$cuda/lib64/stubs" -lcuda
+    g++ -std=c++17 -O2 -Wall -Wextra -pthread -I"$gpu/gen" -I"$root/tests/gpu" -I"$cuda/include" \
+      "$src" -o "$gpu/bin/$name" -L"$cuda/lib64/stubs" -lcuda -ldl
   done
+  # The CMake example (samples/cmake-app) against tilec installed into a prefix.
+  cmake --install "$root/build" --prefix "$gpu/prefix" >/dev/null
+  cmake -S "$root/samples/cmake-app" -B "$gpu/cmake-app" -G Ninja \
+    -DCMAKE_PREFIX_PATH="$gpu/prefix" >/dev/null
+  cmake --build "$gpu/cmake-app" >/dev/null
+  cp "$gpu/cmake-app/cmake_app" "$gpu/bin/cmake_app"
   git -C "$root" rev-parse --short HEAD > "$gpu/COMMIT" 2>/dev/null || true
   echo "built: $(ls "$gpu/bin" | tr '\n' ' ')"
   ;;
@@ -48,7 +72,11 @@ run)
   {
     echo "# tilec GPU tests, $(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'nvidia-smi unavailable')"
     echo "# commit $(cat "$gpu/COMMIT" 2>/dev/null || echo unknown)"
+    shift
     for t in "$gpu"/bin/*; do
+      if [ $# -gt 0 ] && [[ " $* " != *" $(basename "$t") "* ]]; then
+        continue
+      fi
       echo "## $(basename "$t")"
       "$t" || status=1
     done

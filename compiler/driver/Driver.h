@@ -28,8 +28,16 @@ struct DriverOptions {
   std::string embed = "cubin";
   /// Print a stage's output to stdout: "ast", "tile-ir" or "thread-ir".
   std::string dumpAfter;
-  /// The stdlib directory (holding std/...); searched after includeDirs.
-  std::string stdlibDir;
+  /// Where the stdlib may be (directories holding std/...), searched in order after includeDirs:
+  /// those of TILEC_STDLIB_PATH, then the one shipped next to the binary.
+  std::vector<std::string> stdlibDirs;
+  /// -MD/-MF: where to write a Make depfile (the outputs depend on the source and every module
+  /// it imported); empty: none.
+  std::string depfile;
+  /// -w: no warnings; -Werror: warnings are errors (-w wins); --color: ANSI colours.
+  bool noWarnings = false;
+  bool warningsAsErrors = false;
+  bool color = false;
 };
 
 /// Each returns the process exit status: 0 on success, 1 when an error was reported.

@@ -95,12 +95,14 @@ std::vector<std::string> launchParamNames(const thir::Kernel &k) {
   return names;
 }
 
+bool isHeaderName(std::string_view s);
+
 std::string functionName(const thir::Kernel &k) {
   if (!isIdentifier(k.name))
     bug(fmt::format("kernel name '{}' is not an identifier", k.name));
   if (k.name.rfind("tilec_", 0) == 0)
     return "kernel_" + k.name;
-  return isKeyword(k.name) ? k.name + "_" : k.name;
+  return isKeyword(k.name) || isHeaderName(k.name) ? k.name + "_" : k.name;
 }
 
 /// Translates a grid expression into host C++ over `int64_t`, with the language's integer
@@ -205,6 +207,11 @@ private:
 /// maps and the TMA flag) from what the caller passes.
 bool isLaunchArgument(const thir::Param &p) {
   return p.kind != thir::ParamKind::TensorMap && p.kind != thir::ParamKind::TmaEnabled;
+}
+
+/// Whether the grid function takes the parameter: the dimensions and scalars the caller passes.
+bool isGridArgument(const thir::Param &p) {
+  return isLaunchArgument(p) && p.kind != thir::ParamKind::Tensor;
 }
 
 std::string_view tensorMapDataType(DType t) {
@@ -329,39 +336,113 @@ void appendImage(std::string &out, std::string_view binary, BinaryKind kind) {
   out += '\n';
 }
 
-void appendKernel(std::string &out, const thir::Kernel &k, size_t index) {
+/// What a launch function does with one parameter: the checks (and any host-side setup) before
+/// the launch, and the object whose address goes into the kernel's argument array. Every
+/// parameter kind is handled here and nowhere else in the launch function.
+struct ParamCode {
+  std::string setup;
+  std::string argument;
+};
+
+ParamCode paramCode(const thir::Param &p, const std::string &name, const std::string &kernel,
+                    int alignBytes) {
+  auto check = [&](std::string call) {
+    return fmt::format("  if (::CUresult tilec_r = {}; tilec_r != ::CUDA_SUCCESS)\n"
+                       "    return tilec_r;\n",
+                       call);
+  };
+  switch (p.kind) {
+  case thir::ParamKind::Tensor:
+    return {check(fmt::format("::tilec::rt::checkTensor({}, {}, \"{}\", \"{}\")", name,
+                              std::max(alignBytes, 1), kernel, name)),
+            name};
+  case thir::ParamKind::Dim:
+    return {check(fmt::format("::tilec::rt::checkDim({}, \"{}\", \"{}\")", name, kernel, name)),
+            name};
+  case thir::ParamKind::Scalar:
+    return {"", name};
+  case thir::ParamKind::TensorMap:
+  case thir::ParamKind::TmaEnabled:
+    // Derived from the launch arguments after their checks (tensorMapSetup).
+    return {"", name};
+  }
+  bug("unknown parameter kind");
+}
+
+/// The names a header defines next to the kernels' launch functions.
+bool isHeaderName(std::string_view s) {
+  for (std::string_view n : {"load", "unload", "loaded_image", "last_error", "constants"})
+    if (s == n)
+      return true;
+  return false;
+}
+
+/// Everything the header needs to say about one kernel, from every image it was compiled into.
+struct KernelEntry {
+  const thir::Kernel *kernel;      // from the first image (names, parameters, grid)
+  std::vector<int> alignBytes;     // per parameter: the most any image assumes
+  unsigned threads = 0;            // the most any image uses
+  unsigned dynamicSharedBytes = 0; // the most any image uses
+};
+
+void appendKernel(std::string &out, const KernelEntry &e, size_t index) {
+  const thir::Kernel &k = *e.kernel;
   std::vector<std::string> names = launchParamNames(k);
   HostExpr host(k, names);
   std::array<std::string, 3> grid;
   for (size_t i = 0; i < 3; ++i)
     grid[i] = k.grid[i] ? host(k.grid[i]) : "::std::int64_t{1}";
+  std::string fn = functionName(k);
+
+  // The facts of the launch as constants, and the grid as a function of the dimensions and
+  // scalars, for frameworks that plan launches (or check occupancy) themselves.
+  out += fmt::format("/// Compile-time facts of `{}` (with several images: the most any of them "
+                     "uses).\nstruct {}_info {{\n",
+                     k.name, fn);
+  out += fmt::format("  static constexpr const char *name = \"{}\";\n", k.name);
+  out += fmt::format("  static constexpr unsigned threads_per_block = {};\n", e.threads);
+  out +=
+      fmt::format("  static constexpr unsigned dynamic_shared_bytes = {};\n", e.dynamicSharedBytes);
+  out += "  /// The launch grid for these arguments (its extents as computed, before the checks).\n"
+         "  static ::tilec::rt::Grid grid(";
+  bool first = true;
+  for (size_t i = 0; i < k.params.size(); ++i)
+    if (isGridArgument(k.params[i])) {
+      out += fmt::format("{}[[maybe_unused]] {} {}", first ? "" : ", ", cxxParamType(k.params[i]),
+                         names[i]);
+      first = false;
+    }
+  out += fmt::format(") {{\n    return {{{}, {}, {}}};\n  }}\n}};\n\n", grid[0], grid[1], grid[2]);
 
   out += fmt::format("/// Launches `{}`: {} threads a block, dynamic shared memory {} bytes.\n",
-                     k.name, k.threads, k.dynamicSharedBytes);
+                     k.name, e.threads, e.dynamicSharedBytes);
   for (size_t i = 0; i < 3; ++i)
     if (k.grid[i])
       out += fmt::format("/// grid.{} = {}\n", "xyz"[i], thir::printExpr(k.grid[i], k));
-  for (size_t i = 0; i < k.params.size(); ++i)
-    if (isLaunchArgument(k.params[i]))
-      out += fmt::format("/// {}: {}\n", names[i], paramComment(k.params[i]));
-  out += fmt::format("inline ::CUresult {}(::CUstream stream", functionName(k));
+  std::vector<ParamCode> code;
+  for (size_t i = 0; i < k.params.size(); ++i) {
+    thir::Param p = k.params[i];
+    p.alignBytes = e.alignBytes[i];
+    if (isLaunchArgument(p))
+      out += fmt::format("/// {}: {}\n", names[i], paramComment(p));
+    code.push_back(paramCode(p, names[i], k.name, p.alignBytes));
+  }
+  out += fmt::format("inline ::CUresult {}(::CUstream stream", fn);
   for (size_t i = 0; i < k.params.size(); ++i)
     if (isLaunchArgument(k.params[i]))
       out += fmt::format(", {} {}", cxxParamType(k.params[i]), names[i]);
   out += ") {\n";
-  for (size_t i = 0; i < k.params.size(); ++i) {
-    const thir::Param &p = k.params[i];
-    if (p.kind == thir::ParamKind::Tensor)
-      out += fmt::format("  if (::CUresult tilec_r = ::tilec::rt::checkTensor({}, {}); tilec_r != "
-                         "::CUDA_SUCCESS)\n    return tilec_r;\n",
-                         names[i], std::max(p.alignBytes, 1));
-    else if (p.kind == thir::ParamKind::Dim)
-      out += fmt::format("  if (::CUresult tilec_r = ::tilec::rt::checkDim({}); tilec_r != "
-                         "::CUDA_SUCCESS)\n    return tilec_r;\n",
-                         names[i]);
-  }
-  for (size_t i = 0; i < 3; ++i)
-    out += fmt::format("  const ::std::int64_t tilec_grid_{} = {};\n", "xyz"[i], grid[i]);
+  for (const ParamCode &c : code)
+    out += c.setup;
+  out += fmt::format("  const ::tilec::rt::Grid tilec_grid = {}_info::grid(", fn);
+  first = true;
+  for (size_t i = 0; i < k.params.size(); ++i)
+    if (isGridArgument(k.params[i])) {
+      out += fmt::format("{}{}", first ? "" : ", ", names[i]);
+      first = false;
+    }
+  out += ");\n";
+  // Tensor maps after the checks of the tensors and dimensions they are encoded from.
   bool maps = std::any_of(k.params.begin(), k.params.end(), [](const thir::Param &p) {
     return p.kind == thir::ParamKind::TensorMap;
   });
@@ -373,19 +454,44 @@ void appendKernel(std::string &out, const thir::Kernel &k, size_t index) {
   for (size_t i = 0; i < k.params.size(); ++i)
     if (k.params[i].kind == thir::ParamKind::TmaEnabled)
       out += fmt::format("  ::std::int32_t {} = tilec_tma_ok ? 1 : 0;\n", names[i]);
-  if (k.params.empty()) {
+  if (code.empty()) {
     out += "  void **tilec_args = nullptr;\n";
   } else {
     out += "  void *tilec_args[] = {";
-    for (size_t i = 0; i < names.size(); ++i)
-      out += fmt::format("{}&{}", i ? ", " : "", names[i]);
+    for (size_t i = 0; i < code.size(); ++i)
+      out += fmt::format("{}&{}", i ? ", " : "", code[i].argument);
     out += "};\n";
   }
-  out += fmt::format("  return ::tilec::rt::launch(tilec_detail::state(), tilec_detail::kImage,\n"
-                     "                            tilec_detail::kKernels, {}, tilec_grid_x, "
-                     "tilec_grid_y, tilec_grid_z,\n"
-                     "                            {}u, stream, tilec_args);\n}}\n\n",
-                     index, k.threads);
+  out += fmt::format("  return ::tilec::rt::launch(tilec_detail::state(), tilec_detail::kImages, "
+                     "{}, tilec_grid,\n                              stream, tilec_args);\n}}\n\n",
+                     index);
+}
+
+/// sm_XY[a] -> (X, Y, arch-specific); the driver's target names are all of this form.
+struct ArchNumbers {
+  int major, minor;
+  bool archSpecific;
+};
+ArchNumbers archNumbers(std::string_view arch) {
+  std::string_view digits = arch.substr(arch.rfind('_') + 1);
+  bool specific = !digits.empty() && digits.back() == 'a';
+  if (specific)
+    digits.remove_suffix(1);
+  if (arch.rfind("sm_", 0) != 0 || digits.size() < 2 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(c); }))
+    bug(fmt::format("unexpected arch name '{}'", arch));
+  int v = std::stoi(std::string(digits));
+  return {v / 10, v % 10, specific};
+}
+
+/// FNV-1a, 64 bits: stable across platforms and compiler versions, unlike std::hash.
+uint64_t fnv1a(std::string_view text) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : text) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
 }
 
 } // namespace
@@ -415,21 +521,70 @@ bool isValidNamespace(std::string_view ns) {
   }
 }
 
-std::string generateHeader(const thir::Module &m, std::string_view binary, BinaryKind kind,
-                           const HeaderOptions &opts) {
+/// The kernels of every image: the same kernels with the same launch parameters, as they come
+/// from one source. What may differ per arch (block size, shared memory, alignment) is merged
+/// conservatively: the most any image needs. An image may also have derived parameters after
+/// the launch ones (tensor maps, the TMA flag) that another lacks: the entry takes the longest
+/// list, and a kernel with fewer parameters reads only the front of the argument array.
+std::vector<KernelEntry> mergeKernels(const std::vector<HeaderImage> &images) {
+  if (images.empty())
+    bug("a header needs at least one image");
+  const thir::Module &m = *images.front().module;
+  std::vector<KernelEntry> entries;
+  for (const thir::Kernel &k : m.kernels)
+    entries.push_back({&k, std::vector<int>(k.params.size(), 1)});
+  for (const HeaderImage &img : images) {
+    if (img.module->kernels.size() != m.kernels.size())
+      bug("images with different kernels");
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const thir::Kernel &k = img.module->kernels[i];
+      const thir::Kernel &have = *entries[i].kernel;
+      if (k.name != have.name)
+        bug(fmt::format("images disagree on kernel '{}'", k.name));
+      if (k.dynamicSharedBytes < 0 || k.threads <= 0)
+        bug("negative dynamic shared memory size or block size");
+      const thir::Kernel &shorter = k.params.size() < have.params.size() ? k : have;
+      const thir::Kernel &longer = &shorter == &k ? have : k;
+      for (size_t j = 0; j < longer.params.size(); ++j) {
+        bool derived = !isLaunchArgument(longer.params[j]);
+        if (j < shorter.params.size() ? shorter.params[j].kind != longer.params[j].kind : !derived)
+          bug(fmt::format("images disagree on the parameters of '{}'", k.name));
+      }
+      if (&longer == &k) {
+        entries[i].kernel = &k;
+        entries[i].alignBytes.resize(k.params.size(), 1);
+      }
+      for (size_t j = 0; j < k.params.size(); ++j)
+        entries[i].alignBytes[j] = std::max(entries[i].alignBytes[j], k.params[j].alignBytes);
+      entries[i].threads = std::max(entries[i].threads, static_cast<unsigned>(k.threads));
+      entries[i].dynamicSharedBytes =
+          std::max(entries[i].dynamicSharedBytes, static_cast<unsigned>(k.dynamicSharedBytes));
+    }
+  }
+
+  return entries;
+}
+
+std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderOptions &opts) {
   if (!isValidNamespace(opts.ns))
     bug(fmt::format("invalid namespace '{}'", opts.ns));
+  if (images.empty())
+    bug("a header needs at least one image");
   std::string_view runtime = runtimeHeaderText();
   if (runtime.find("#ifndef TILEC_RUNTIME_H") == std::string_view::npos)
     bug("the embedded runtime.h lost its TILEC_RUNTIME_H guard");
+
+  const thir::Module &m = *images.front().module;
+  std::vector<KernelEntry> entries = mergeKernels(images);
 
   std::string out;
   out += fmt::format("// Generated by tilec from {}. Do not edit.\n",
                      opts.sourceName.empty() ? m.name : opts.sourceName);
   out += "// Needs only the CUDA Driver API: call cuInit() and make a context current, then call\n"
-         "// the launch functions (they load the module on first use; see runtime below).\n"
-         "// Argument errors (null or misaligned tensor, dimension <= 0, grid beyond the limits)\n"
-         "// return CUDA_ERROR_INVALID_VALUE before any driver call.\n"
+         "// the launch functions (they load the module into each context on first use there;\n"
+         "// see runtime below). Argument errors (null or misaligned tensor, dimension <= 0, grid\n"
+         "// beyond the limits) return CUDA_ERROR_INVALID_VALUE before any driver call;\n"
+         "// last_error() says which argument was rejected.\n"
          "#pragma once\n\n#include <cuda.h>\n\n#include <array>\n#include <cstddef>\n"
          "#include <cstdint>\n\n";
   out += runtime;
@@ -437,41 +592,182 @@ std::string generateHeader(const thir::Module &m, std::string_view binary, Binar
     out += '\n';
 
   size_t n = m.kernels.size();
-  out += fmt::format("\nnamespace {} {{\n\nnamespace tilec_detail {{\n\n", opts.ns);
-  out += fmt::format("// {}, {} bytes.\nalignas(64) inline constexpr unsigned char kImage[] = {{",
-                     kind == BinaryKind::Cubin ? "cubin" : "PTX text, NUL-terminated",
-                     binary.size() + (kind == BinaryKind::Ptx ? 1 : 0));
-  appendImage(out, binary, kind);
-  out += "};\n\n";
-  out += fmt::format("inline constexpr ::std::array<::tilec::rt::KernelSpec, {}> kKernels = {{{{\n",
-                     n);
-  for (const thir::Kernel &k : m.kernels) {
-    if (k.dynamicSharedBytes < 0)
-      bug("negative dynamic shared memory size");
-    out +=
-        fmt::format("    ::tilec::rt::KernelSpec{{\"{}\", {}u}},\n", k.name, k.dynamicSharedBytes);
+  std::string body = "namespace tilec_detail {\n\n";
+  for (size_t i = 0; i < images.size(); ++i) {
+    const HeaderImage &img = images[i];
+    body += fmt::format("// {} {}, {} bytes.\nalignas(64) inline constexpr unsigned char "
+                        "kImage{}[] = {{",
+                        img.arch, img.kind == BinaryKind::Cubin ? "cubin" : "PTX, NUL-terminated",
+                        img.binary.size() + (img.kind == BinaryKind::Ptx ? 1 : 0), i);
+    appendImage(body, img.binary, img.kind);
+    body += "};\n\n";
   }
-  out += "}};\n\n";
+  body += fmt::format("inline constexpr ::std::array<::tilec::rt::Image<{}>, {}> kImages = {{{{\n",
+                      n, images.size());
+  for (size_t i = 0; i < images.size(); ++i) {
+    const HeaderImage &img = images[i];
+    ArchNumbers a = archNumbers(img.arch);
+    body += fmt::format("    {{\"{} {}\", {}, {}, {}, ::tilec::rt::ImageKind::{}, kImage{}, {{{{\n",
+                        img.arch, img.kind == BinaryKind::Cubin ? "cubin" : "PTX", a.major, a.minor,
+                        a.archSpecific ? "true" : "false",
+                        img.kind == BinaryKind::Cubin ? "Cubin" : "Ptx", i);
+    for (const thir::Kernel &k : img.module->kernels)
+      body +=
+          fmt::format("        {{\"{}\", {}u, {}u}},\n", k.name, k.threads, k.dynamicSharedBytes);
+    body += "    }}},\n";
+  }
+  body += "}};\n\n";
   bool maps = std::any_of(m.kernels.begin(), m.kernels.end(), [](const thir::Kernel &k) {
     return std::any_of(k.params.begin(), k.params.end(),
                        [](const thir::Param &p) { return p.kind == thir::ParamKind::TensorMap; });
   });
   if (maps)
-    out += "template <int Kernel, int Param> inline ::tilec::rt::TensorMapCache &mapCache() {\n"
-           "  static ::tilec::rt::TensorMapCache c;\n  return c;\n}\n\n";
-  out += fmt::format("inline ::tilec::rt::ModuleState<{0}> &state() {{\n"
-                     "  static ::tilec::rt::ModuleState<{0}> s;\n  return s;\n}}\n\n",
-                     n);
-  out += "} // namespace tilec_detail\n\n";
-  out += "/// Loads the module into the current context; launches do it lazily when needed.\n"
-         "inline ::CUresult load() {\n"
-         "  return ::tilec::rt::load(tilec_detail::state(), tilec_detail::kImage,\n"
-         "                           tilec_detail::kKernels);\n}\n\n"
-         "/// Unloads the module; a later launch loads it again. Must not race with launches.\n"
-         "inline void unload() { ::tilec::rt::unload(tilec_detail::state()); }\n\n";
+    body += "template <int Kernel, int Param> inline ::tilec::rt::TensorMapCache &mapCache() {\n"
+            "  static ::tilec::rt::TensorMapCache c;\n  return c;\n}\n\n";
+  body += fmt::format("inline ::tilec::rt::ModuleState<{0}> &state() {{\n"
+                      "  static ::tilec::rt::ModuleState<{0}> s;\n  return s;\n}}\n\n",
+                      n);
+  body += "} // namespace tilec_detail\n\n";
+  body +=
+      "/// Loads the module into the current context; launches do it lazily when needed.\n"
+      "inline ::CUresult load() {\n"
+      "  const ::tilec::rt::ContextModule<" +
+      std::to_string(n) +
+      "> *tilec_loaded = nullptr;\n"
+      "  return ::tilec::rt::load(tilec_detail::state(), tilec_detail::kImages, tilec_loaded);\n"
+      "}\n\n"
+      "/// Unloads the module from every context it was loaded into; a later launch loads it\n"
+      "/// again. Must not race with launches from this header.\n"
+      "inline void unload() { ::tilec::rt::unload(tilec_detail::state()); }\n\n"
+      "/// The image loaded into the current context (\"sm_90a cubin\"), or null.\n"
+      "inline const char *loaded_image() {\n"
+      "  return ::tilec::rt::loadedImage(tilec_detail::state(), tilec_detail::kImages);\n}\n\n"
+      "/// Why the last failed launch or load on this thread failed, in one line (which argument\n"
+      "/// and why); empty when none failed. ::tilec::rt::lastError() has the fields.\n"
+      "inline const char *last_error() { return ::tilec::rt::lastErrorMessage(); }\n\n";
+  if (!opts.constants.empty()) {
+    body += "/// The program's integer and boolean constants as compiled (after -D).\n"
+            "namespace constants {\n";
+    for (const HeaderConstant &c : opts.constants) {
+      if (!isIdentifier(c.name))
+        bug(fmt::format("constant name '{}' is not an identifier", c.name));
+      std::string name = isKeyword(c.name) ? c.name + "_" : c.name;
+      if (c.isBool)
+        body += fmt::format("constexpr bool {} = {};\n", name, c.value ? "true" : "false");
+      else if (c.value == INT64_MIN)
+        body += fmt::format("constexpr ::std::int64_t {} = -9223372036854775807 - 1;\n", name);
+      else
+        body += fmt::format("constexpr ::std::int64_t {} = {};\n", name, c.value);
+    }
+    body += "} // namespace constants\n\n";
+  }
   for (size_t i = 0; i < n; ++i)
-    appendKernel(out, m.kernels[i], i);
-  out += fmt::format("}} // namespace {}\n", opts.ns);
+    appendKernel(body, entries[i], i);
+
+  // The inline namespace carries a hash of everything inside it (the images and the launch
+  // code), so two headers of one namespace built from different inputs (other -D values) can be
+  // linked into one program without their definitions being merged. Hidden visibility keeps
+  // each shared library's copy to itself (no GNU-unique symbols, no interposition).
+  std::string inner = fmt::format("tilec_{:016x}", fnv1a(body));
+  out += fmt::format("\n#if defined(__GNUC__)\n#pragma GCC visibility push(hidden)\n#endif\n\n"
+                     "namespace {} {{\ninline namespace {} {{\n\n",
+                     opts.ns, inner);
+  out += body;
+  out += fmt::format("}} // namespace {}\n}} // namespace {}\n\n"
+                     "#if defined(__GNUC__)\n#pragma GCC visibility pop\n#endif\n",
+                     inner, opts.ns);
+  return out;
+}
+
+std::string cPrefix(std::string_view ns) {
+  std::string p;
+  for (size_t i = 0; i < ns.size(); ++i) {
+    if (ns.substr(i, 2) == "::") {
+      p += '_';
+      ++i;
+    } else {
+      p += ns[i];
+    }
+  }
+  return p;
+}
+
+std::string generateCHeader(const std::vector<HeaderImage> &images, const HeaderOptions &opts,
+                            std::string_view cxxHeaderName) {
+  if (!isValidNamespace(opts.ns))
+    bug(fmt::format("invalid namespace '{}'", opts.ns));
+  std::vector<KernelEntry> entries = mergeKernels(images);
+  const thir::Module &m = *images.front().module;
+  std::string prefix = cPrefix(opts.ns);
+  std::string guard = "TILEC_C_API_" + prefix;
+  for (char &c : guard)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  auto cType = [](const thir::Param &p) -> std::string {
+    std::string t = cxxParamType(p);
+    if (t.rfind("::std::", 0) == 0)
+      return t.substr(7);
+    return t.rfind("::", 0) == 0 ? t.substr(2) : t;
+  };
+
+  std::string out = fmt::format(
+      "/* Generated by tilec from {}. Do not edit.\n"
+      " * The C API of {}: extern \"C\" functions over the C++ header {}, for C and\n"
+      " * foreign-function interfaces. Declarations only, unless one C++ translation unit of the\n"
+      " * library defines TILEC_C_API_IMPLEMENTATION before including this file; that one\n"
+      " * defines the functions (with default visibility, so a shared library exports them). */\n"
+      "#ifndef {}\n#define {}\n\n#include <cuda.h>\n\n#include <stdbool.h>\n#include <stdint.h>\n\n"
+      "#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n",
+      opts.sourceName.empty() ? m.name : opts.sourceName, opts.ns, cxxHeaderName, guard, guard);
+  out += fmt::format("/* Loads the module into the current context (launches do it lazily). */\n"
+                     "CUresult {0}_load(void);\n"
+                     "/* Unloads the module from every context it was loaded into. */\n"
+                     "void {0}_unload(void);\n"
+                     "/* Why the last failed launch on this thread failed (which argument, why). "
+                     "*/\nconst char *{0}_last_error(void);\n\n",
+                     prefix);
+  std::string impl;
+  impl += fmt::format("CUresult {0}_load(void) {{ return ::{1}::load(); }}\n"
+                      "void {0}_unload(void) {{ ::{1}::unload(); }}\n"
+                      "const char *{0}_last_error(void) {{ return ::{1}::last_error(); }}\n",
+                      prefix, opts.ns);
+  for (const KernelEntry &e : entries) {
+    const thir::Kernel &k = *e.kernel;
+    std::vector<std::string> names = launchParamNames(k);
+    for (std::string &n : names)
+      if (n == "restrict") // a C keyword that C++ lacks
+        n += '_';
+    std::string fn = functionName(k), cfn = prefix + "_" + fn;
+    out += fmt::format(
+        "/* {}: {} threads a block, {} bytes of dynamic shared memory. */\n"
+        "enum {{\n  {}_threads_per_block = {},\n  {}_dynamic_shared_bytes = {}\n}};\n",
+        k.name, k.threads, k.dynamicSharedBytes, cfn, k.threads, cfn, k.dynamicSharedBytes);
+    std::string params = "CUstream stream", args = "stream", gridParams, gridArgs;
+    for (size_t i = 0; i < k.params.size(); ++i) {
+      if (!isLaunchArgument(k.params[i]))
+        continue;
+      params += fmt::format(", {} {}", cType(k.params[i]), names[i]);
+      args += ", " + names[i];
+      if (isGridArgument(k.params[i])) {
+        gridParams += fmt::format("{} {}, ", cType(k.params[i]), names[i]);
+        gridArgs += (gridArgs.empty() ? "" : ", ") + names[i];
+      }
+    }
+    out += fmt::format("/* The launch grid for these arguments, as x, y, z. */\n"
+                       "void {}_grid({}int64_t grid[3]);\n",
+                       cfn, gridParams);
+    out += fmt::format("CUresult {}({});\n\n", cfn, params);
+    impl += fmt::format("void {}_grid({}int64_t grid[3]) {{\n"
+                        "  const ::tilec::rt::Grid g = ::{}::{}_info::grid({});\n"
+                        "  grid[0] = g.x;\n  grid[1] = g.y;\n  grid[2] = g.z;\n}}\n",
+                        cfn, gridParams, opts.ns, fn, gridArgs);
+    impl +=
+        fmt::format("CUresult {}({}) {{ return ::{}::{}({}); }}\n", cfn, params, opts.ns, fn, args);
+  }
+  out += "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n";
+  out += fmt::format("#if defined(__cplusplus) && defined(TILEC_C_API_IMPLEMENTATION)\n"
+                     "#include \"{}\"\n\nextern \"C\" {{\n{}}} // extern \"C\"\n#endif\n\n"
+                     "#endif /* {} */\n",
+                     cxxHeaderName, impl, guard);
   return out;
 }
 

@@ -4,12 +4,21 @@
 
 #include "threadir/ThreadIR.h"
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tilec::driver {
 
 enum class BinaryKind { Cubin, Ptx };
+
+/// An integer or boolean constant of the program as compiled (after -D).
+struct HeaderConstant {
+  std::string name;
+  bool isBool = false;
+  int64_t value = 0;
+};
 
 struct HeaderOptions {
   /// C++ namespace of the header, possibly nested ("tile::gemm"); see defaultNamespace().
@@ -17,6 +26,8 @@ struct HeaderOptions {
   /// Shown in the banner comment (the .tile file name); keep it free of absolute paths so that
   /// outputs do not depend on where the compiler ran.
   std::string sourceName;
+  /// Compile-time constants of the program, emitted as `constants::NAME`.
+  std::vector<HeaderConstant> constants;
 };
 
 /// `tile::<stem>`, the stem made a C++ identifier (other characters become '_', a leading digit
@@ -26,11 +37,28 @@ std::string defaultNamespace(std::string_view stem);
 /// Whether `ns` is a valid (possibly nested, `a::b`) C++ namespace name for --namespace.
 bool isValidNamespace(std::string_view ns);
 
-/// The header text. `binary` is the cubin, or the PTX text (a NUL is appended when embedding).
-/// Kernel::grid entries must be host-evaluable integer expressions (see ThreadIR.h); anything
-/// else, and an invalid namespace, is a compiler bug and throws std::logic_error.
-std::string generateHeader(const thir::Module &m, std::string_view binary, BinaryKind kind,
-                           const HeaderOptions &opts);
+/// One binary the header embeds: the module as compiled for `arch` ("sm_90a") and its cubin or
+/// PTX text (a NUL is appended when embedding PTX).
+struct HeaderImage {
+  const thir::Module *module;
+  std::string arch;
+  std::string_view binary;
+  BinaryKind kind;
+};
+
+/// The header text, embedding every image (the launch picks the one that fits the device). The
+/// images must come from one source (same kernels and parameters). Kernel::grid entries must be
+/// host-evaluable integer expressions (see ThreadIR.h); anything else, and an invalid
+/// namespace, is a compiler bug and throws std::logic_error.
+std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderOptions &opts);
+
+/// The C header (`--emit c-header`): extern "C" declarations of load, unload, last_error, and per
+/// kernel its facts (enum constants, merged over the images as in the C++ header), grid and launch
+/// function, named PREFIX_NAME where PREFIX is the namespace with '::' made '_'; with
+/// TILEC_C_API_IMPLEMENTATION defined in C++ it also defines them over the C++ header
+/// `cxxHeaderName`.
+std::string generateCHeader(const std::vector<HeaderImage> &images, const HeaderOptions &opts,
+                            std::string_view cxxHeaderName);
 
 /// runtime/include/tilec/runtime.h as embedded at build time.
 std::string_view runtimeHeaderText();

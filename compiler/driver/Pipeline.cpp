@@ -72,8 +72,8 @@ bool runSema(Compilation &c) {
   sema::Options so;
   so.defines = c.opts.defines;
   so.moduleSearchPath = c.opts.includeDirs;
-  if (!c.opts.stdlibDir.empty())
-    so.moduleSearchPath.push_back(c.opts.stdlibDir);
+  so.moduleSearchPath.insert(so.moduleSearchPath.end(), c.opts.stdlibDirs.begin(),
+                             c.opts.stdlibDirs.end());
   so.stem = fs::path(c.opts.input).stem().string();
   c.program = sema::analyze(*c.ast, c.sm, c.diags, so);
   return c.program.has_value();

@@ -4,8 +4,11 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -13,15 +16,23 @@
 
 namespace {
 
-/// The stdlib ships at ../share/tilec/stdlib relative to the binary, in the build tree and
-/// after install alike.
-std::string defaultStdlibDir() {
+/// Where to look for the stdlib: the directories of TILEC_STDLIB_PATH (':'-separated), then
+/// ../share/tilec/stdlib relative to the binary itself (not to the prefix it was built for), in
+/// the build tree and after install, wherever the prefix was copied. The latter is listed even
+/// when it does not exist, so that a failed import says where it looked.
+std::vector<std::string> stdlibDirs() {
+  std::vector<std::string> dirs;
+  if (const char *env = std::getenv("TILEC_STDLIB_PATH")) {
+    std::stringstream ss(env);
+    for (std::string dir; std::getline(ss, dir, ':');)
+      if (!dir.empty())
+        dirs.push_back(dir);
+  }
   std::error_code ec;
   auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec)
-    return {};
-  auto dir = exe.parent_path().parent_path() / "share" / "tilec" / "stdlib";
-  return std::filesystem::is_directory(dir, ec) ? dir.string() : std::string();
+  if (!ec)
+    dirs.push_back((exe.parent_path().parent_path() / "share" / "tilec" / "stdlib").string());
+  return dirs;
 }
 
 bool parseDefine(const std::string &text, tilec::driver::DriverOptions &o) {
@@ -30,6 +41,24 @@ bool parseDefine(const std::string &text, tilec::driver::DriverOptions &o) {
     return false;
   o.defines[text.substr(0, eq)] = text.substr(eq + 1);
   return true;
+}
+
+/// CLI11 takes only one-character names after a single dash; the compiler-style options spelled
+/// with one dash and several letters (-MD, -MF FILE, -MFFILE, -Werror) become their `--` forms
+/// first.
+std::vector<std::string> compilerStyleArgs(int argc, char **argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "-MD" || a == "-MF" || a == "-Werror")
+      args.push_back("-" + a);
+    else if (a.rfind("-MF", 0) == 0) {
+      args.push_back("--MF");
+      args.push_back(a.substr(3));
+    } else
+      args.push_back(a);
+  }
+  return args;
 }
 
 } // namespace
@@ -44,8 +73,15 @@ int main(int argc, char **argv) {
   app.set_version_flag("--version", std::string("tilec 0.1.0 (LLVM 22, NVPTX)"));
   app.require_subcommand(1);
 
+  std::vector<std::string> inputs;
+  std::string color = "auto";
   auto addCommon = [&](CLI::App *cmd) {
-    cmd->add_option("file", opts.input, "the .tile source, or thread IR text (.thir)");
+    cmd->add_option("files", inputs, "the .tile sources, or thread IR text (.thir)");
+    cmd->add_flag("-w", opts.noWarnings, "print no warnings");
+    cmd->add_flag("--Werror", opts.warningsAsErrors,
+                  "-Werror: make warnings errors (nothing is written)");
+    cmd->add_option("--color", color, "colour diagnostics: auto (on a terminal), always, never")
+        ->check(CLI::IsMember({"auto", "always", "never"}));
     // One value per flag, so that `-D X=1 FILE` does not take FILE as a second define.
     cmd->add_option("-D", defines, "NAME=VALUE: override a const or fix a symbolic dimension")
         ->allow_extra_args(false);
@@ -69,19 +105,26 @@ int main(int argc, char **argv) {
   compile->add_flag("--print-pipeline", printPipeline, "list the passes of the compiler and exit");
   compile->add_option("-o", opts.outDir, "output directory (default: .)");
   compile->add_option("--arch", opts.arch, "target GPU architecture (default: sm_90a)");
-  compile->add_option("--emit", emit, "comma list of cubin,ptx,llvm,header,layout");
+  compile->add_option("--emit", emit, "comma list of cubin,ptx,llvm,header,c-header,layout");
   compile->add_option("--namespace", opts.ns, "C++ namespace of the header (default: tile::STEM)");
   compile
       ->add_option("--embed", opts.embed,
                    "what the header embeds: cubin (default) or ptx (JIT-compiled at load)")
       ->check(CLI::IsMember({"cubin", "ptx"}));
+  bool writeDepfile = false;
+  compile->add_flag("--MD", writeDepfile,
+                    "-MD: write a Make depfile listing the source and every imported module "
+                    "(OUTDIR/STEM.d unless -MF names it)");
+  compile->add_option("--MF", opts.depfile, "-MF FILE: the depfile's name (implies -MD)");
   compile->add_flag("--precise-div", opts.preciseDiv,
                     "float32 '/' as IEEE division (default: div.full.f32, at most 2 ulp)");
   compile->add_option("--layout-detail", layoutDetail, "summary or full")
       ->check(CLI::IsMember({"summary", "full"}));
 
   try {
-    app.parse(argc, argv);
+    std::vector<std::string> args = compilerStyleArgs(argc, argv);
+    std::reverse(args.begin(), args.end()); // CLI11 takes the arguments in reverse order
+    app.parse(args);
   } catch (const CLI::ParseError &e) {
     if (e.get_exit_code() == 0) // --help, --version
       return app.exit(e);
@@ -94,9 +137,29 @@ int main(int argc, char **argv) {
     return 0;
   }
   // Required unless --print-pipeline: CLI11's own check would not know the exception.
-  if (opts.input.empty()) {
+  if (inputs.empty()) {
     std::cerr << "tilec: error: file is required\nrun 'tilec --help' for usage\n";
     return 1;
+  }
+  // Options that name one output cannot serve several inputs, and two inputs of one stem would
+  // write the same outputs.
+  if (inputs.size() > 1) {
+    const char *single = !opts.depfile.empty()     ? "-MF"
+                         : !opts.ns.empty()        ? "--namespace"
+                         : !opts.dumpAfter.empty() ? "--dump-after"
+                                                   : nullptr;
+    if (single) {
+      std::cerr << "tilec: error: " << single << " needs a single input file\n";
+      return 1;
+    }
+    std::set<std::string> stems;
+    for (const std::string &in : inputs)
+      if (!stems.insert(std::filesystem::path(in).stem().string()).second) {
+        std::cerr << "tilec: error: two input files named '"
+                  << std::filesystem::path(in).stem().string()
+                  << "' would write the same outputs\n";
+        return 1;
+      }
   }
   for (const std::string &d : defines)
     if (!parseDefine(d, opts)) {
@@ -110,12 +173,32 @@ int main(int argc, char **argv) {
       if (!k.empty())
         opts.emit.insert(k);
   }
+  // The C header's implementation includes the C++ header: emit both.
+  if (opts.emit.count("c-header"))
+    opts.emit.insert("header");
   opts.layoutDetailFull = layoutDetail == "full";
-  opts.stdlibDir = defaultStdlibDir();
+  // auto: colour only on a terminal that is not "dumb", and never under NO_COLOR.
+  const char *term = std::getenv("TERM");
+  opts.color = color == "always" ||
+               (color == "auto" && ::isatty(STDERR_FILENO) && !std::getenv("NO_COLOR") &&
+                !(term && std::string_view(term) == "dumb"));
+  opts.stdlibDirs = stdlibDirs();
   try {
-    if (check->parsed())
-      return tilec::driver::runCheck(opts, std::cout, std::cerr);
-    return tilec::driver::runCompile(opts, std::cout, std::cerr);
+    // Each input is compiled on its own, as if by its own command; the status is 1 when any
+    // failed, and the later ones are still compiled.
+    int status = 0;
+    for (const std::string &in : inputs) {
+      tilec::driver::DriverOptions one = opts;
+      one.input = in;
+      if (writeDepfile && one.depfile.empty())
+        one.depfile =
+            (std::filesystem::path(one.outDir) / (std::filesystem::path(in).stem().string() + ".d"))
+                .string();
+      int r = check->parsed() ? tilec::driver::runCheck(one, std::cout, std::cerr)
+                              : tilec::driver::runCompile(one, std::cout, std::cerr);
+      status = std::max(status, r);
+    }
+    return status;
   } catch (const std::exception &e) {
     std::cerr << "tilec: internal compiler error: " << e.what()
               << "\nplease report this with the input file\n";

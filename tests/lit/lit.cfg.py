@@ -16,6 +16,7 @@ config.substitutions.append(("%stdlib", os.path.join(config.source_root, "stdlib
 config.substitutions.append(("%runtime", os.path.join(config.source_root, "runtime", "include")))
 config.substitutions.append(("%cuda_include", config.cuda_include))
 config.substitutions.append(("%cxx", config.cxx))
+config.substitutions.append(("%fakecuda", os.path.join(config.source_root, "tests", "fakecuda")))
 config.environment["PATH"] = os.pathsep.join([config.llvm_bin, config.environment.get("PATH", "")])
 if config.have_cuda_h:
     config.available_features.add("cuda-h")
@@ -23,5 +24,8 @@ if config.have_ptxas:
     config.available_features.add("ptxas")
 if os.path.isdir(os.path.join(config.source_root, "..", "shared", "conformance")):
     config.available_features.add("conformance")
+import shutil
+if shutil.which("chromium"):
+    config.available_features.add("chromium")
 import sys
 config.substitutions.append(("%python", sys.executable))

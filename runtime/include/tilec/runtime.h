@@ -1,14 +1,21 @@
-// tilec runtime: the code every tilec-generated header shares (module state, lazy loading,
-// argument checks), over the CUDA Driver API only. Header-only, C++17.
+// tilec runtime: the code every tilec-generated header shares (per-context module state, image
+// selection, argument checks, launch), over the CUDA Driver API only. Header-only, C++17.
 //
 // tilec pastes this file verbatim into each generated header, so a generated header needs
 // nothing but <cuda.h>; the include guard lets several generated headers (and this file) share
 // one translation unit.
 //
-// Loading: a generated header's load() loads its module into the CUDA context that is current
-// on the calling thread at the first successful load; later launches use that module whatever
-// context is current then. Call cuInit() and make a context current first. load() and the
-// lazy load in a launch are thread-safe; unload() must not race with launches.
+// Loading: a launch loads its header's module into the CUDA context current on the calling
+// thread the first time that context launches from the header, and uses that context's
+// functions afterwards, so one process can drive several GPUs (one context each, from one
+// thread or many). Loading and launching are thread-safe; unload() unloads from every context
+// the module was loaded into and must not race with launches of the same header.
+//
+// Linkage: everything here and in the generated headers has hidden visibility on ELF (GCC and
+// Clang). Each shared library that includes a generated header keeps its own runtime, module
+// state and embedded image; none of them becomes a process-wide (GNU-unique or interposable)
+// symbol, so two libraries built from headers of one stem with different -D values each launch
+// their own kernels.
 #ifndef TILEC_RUNTIME_H
 #define TILEC_RUNTIME_H
 
@@ -18,69 +25,104 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
+
+#if defined(__GNUC__)
+#pragma GCC visibility push(hidden)
+#endif
 
 namespace tilec::rt {
 
 /// Bumped when a generated header's use of this file changes incompatibly.
-inline constexpr int kRuntimeVersion = 1;
+inline constexpr int kRuntimeVersion = 2;
 
-/// What a generated header tells the runtime about one kernel.
+/// What a generated header tells the runtime about one kernel as compiled for one image.
 struct KernelSpec {
   const char *name;            // symbol in the module
+  unsigned threads;            // block size (1-D)
   unsigned dynamicSharedBytes; // raised above the 48 KB default at load when needed
 };
 
-/// The loaded module of one generated header and its N functions.
-template <std::size_t N> struct ModuleState {
-  std::mutex mutex;
-  std::atomic<bool> loaded{false};
-  CUmodule module = nullptr;
-  std::array<CUfunction, N> functions{};
+enum class ImageKind { Cubin, Ptx };
+
+/// One embedded binary: machine code for one GPU architecture, or PTX that the driver compiles
+/// for that architecture and every later one.
+template <std::size_t N> struct Image {
+  const char *name;  // "sm_90a cubin", for messages and loadedImage()
+  int major, minor;  // sm_XY
+  bool archSpecific; // sm_90a: runs on compute capability 9.0 only
+  ImageKind kind;
+  const void *data; // a cubin, or NUL-terminated PTX
+  std::array<KernelSpec, N> kernels;
 };
 
-inline constexpr unsigned kDefaultDynamicSharedLimit = 48 * 1024;
-
-/// Loads `image` (a cubin or NUL-terminated PTX) and looks up every kernel, once. A failure
-/// leaves the state unloaded so that a later call can retry (say, after a context is made
-/// current).
-template <std::size_t N>
-inline CUresult load(ModuleState<N> &state, const void *image,
-                     const std::array<KernelSpec, N> &specs) {
-  if (state.loaded.load(std::memory_order_acquire))
-    return CUDA_SUCCESS;
-  std::lock_guard<std::mutex> lock(state.mutex);
-  if (state.loaded.load(std::memory_order_relaxed))
-    return CUDA_SUCCESS;
-  CUmodule module = nullptr;
-  CUresult r = cuModuleLoadData(&module, image);
-  if (r != CUDA_SUCCESS)
-    return r;
-  std::array<CUfunction, N> functions{};
-  for (std::size_t i = 0; i < N; ++i) {
-    r = cuModuleGetFunction(&functions[i], module, specs[i].name);
-    if (r == CUDA_SUCCESS && specs[i].dynamicSharedBytes > kDefaultDynamicSharedLimit)
-      r = cuFuncSetAttribute(functions[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                             static_cast<int>(specs[i].dynamicSharedBytes));
-    if (r != CUDA_SUCCESS) {
-      cuModuleUnload(module);
-      return r;
-    }
-  }
-  state.module = module;
-  state.functions = functions;
-  state.loaded.store(true, std::memory_order_release);
-  return CUDA_SUCCESS;
+/// How well `img` fits a device of compute capability major.minor: 0 when it cannot run there;
+/// otherwise higher is better. An exact arch-specific cubin beats any other cubin, a cubin
+/// beats PTX (no JIT at load), and among equals the newer architecture wins.
+template <std::size_t N> inline int imageFit(const Image<N> &img, int major, int minor) {
+  int device = major * 10 + minor, target = img.major * 10 + img.minor;
+  if (img.kind == ImageKind::Ptx)
+    return device >= target ? 1000 + target : 0;
+  if (img.archSpecific)
+    return device == target ? 3000 : 0;
+  // Machine code runs on later minor versions of its major version only.
+  return major == img.major && minor >= img.minor ? 2000 + target : 0;
 }
 
-template <std::size_t N> inline void unload(ModuleState<N> &state) {
-  std::lock_guard<std::mutex> lock(state.mutex);
-  if (!state.loaded.load(std::memory_order_relaxed))
-    return;
-  state.loaded.store(false, std::memory_order_release);
-  cuModuleUnload(state.module);
-  state.module = nullptr;
-  state.functions = {};
+// ---- Why the last launch or load failed on this thread (for logs): the CUresult stays the
+// error channel, this only adds detail. Set on every failure, never cleared by a success.
+
+enum class ValueKind { None, Integer, Pointer };
+
+struct LaunchError {
+  CUresult result = CUDA_SUCCESS;
+  const char *kernel = nullptr;   // the launch function (null for load())
+  const char *argument = nullptr; // the rejected argument ("grid" for the grid); null otherwise
+  const char *reason = nullptr;   // what was wrong
+  ValueKind valueKind = ValueKind::None;
+  std::int64_t value = 0; // the rejected value
+};
+
+inline LaunchError &lastErrorSlot() {
+  static thread_local LaunchError e;
+  return e;
+}
+
+/// The last failure on the calling thread (result CUDA_SUCCESS when there was none).
+inline const LaunchError &lastError() { return lastErrorSlot(); }
+
+/// The last failure as one line, e.g. "matmul_relu: argument 'A' = 0x0: null pointer".
+/// The text lives in a thread-local buffer until the next call on this thread.
+inline const char *lastErrorMessage() {
+  static thread_local char text[256];
+  const LaunchError &e = lastError();
+  if (e.result == CUDA_SUCCESS) {
+    text[0] = '\0';
+    return text;
+  }
+  int n = std::snprintf(text, sizeof text, "%s", e.kernel ? e.kernel : "load");
+  auto rest = [&]() -> std::size_t {
+    return n < 0 || static_cast<std::size_t>(n) >= sizeof text ? 0 : sizeof text - n;
+  };
+  if (e.argument && rest()) {
+    n += std::snprintf(text + n, rest(), ": argument '%s'", e.argument);
+    if (e.valueKind == ValueKind::Integer && rest())
+      n += std::snprintf(text + n, rest(), " = %lld", static_cast<long long>(e.value));
+    else if (e.valueKind == ValueKind::Pointer && rest())
+      n += std::snprintf(text + n, rest(), " = 0x%llx",
+                         static_cast<unsigned long long>(static_cast<std::uint64_t>(e.value)));
+  }
+  if (rest())
+    n += std::snprintf(text + n, rest(), ": %s (CUresult %d)", e.reason ? e.reason : "failed",
+                       static_cast<int>(e.result));
+  return text;
+}
+
+inline CUresult fail(CUresult r, const char *kernel, const char *argument, const char *reason,
+                     ValueKind kind = ValueKind::None, std::int64_t value = 0) {
+  lastErrorSlot() = LaunchError{r, kernel, argument, reason, kind, value};
+  return r;
 }
 
 // ---- Argument checks. Every failure is CUDA_ERROR_INVALID_VALUE (nothing was launched and the
@@ -88,24 +130,46 @@ template <std::size_t N> inline void unload(ModuleState<N> &state) {
 // error of a kernel that ran.
 
 /// A tensor pointer must be non-null and aligned to what the kernel assumes.
-inline CUresult checkTensor(CUdeviceptr p, std::uint64_t alignBytes) {
+inline CUresult checkTensor(CUdeviceptr p, std::uint64_t alignBytes, const char *kernel,
+                            const char *argument) {
   if (p == 0)
-    return CUDA_ERROR_INVALID_VALUE;
+    return fail(CUDA_ERROR_INVALID_VALUE, kernel, argument, "null pointer", ValueKind::Pointer, 0);
   if (alignBytes > 1 && p % alignBytes != 0)
-    return CUDA_ERROR_INVALID_VALUE;
+    return fail(CUDA_ERROR_INVALID_VALUE, kernel, argument,
+                "not aligned to what the kernel assumes", ValueKind::Pointer,
+                static_cast<std::int64_t>(p));
   return CUDA_SUCCESS;
 }
 
 /// A symbolic dimension must be positive and fit the 32-bit index arithmetic kernels use.
-inline CUresult checkDim(std::int64_t d) {
-  return d > 0 && d <= 2147483647 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+inline CUresult checkDim(std::int64_t d, const char *kernel, const char *argument) {
+  if (d <= 0)
+    return fail(CUDA_ERROR_INVALID_VALUE, kernel, argument, "dimension must be > 0",
+                ValueKind::Integer, d);
+  if (d > 2147483647)
+    return fail(CUDA_ERROR_INVALID_VALUE, kernel, argument, "dimension must be < 2^31",
+                ValueKind::Integer, d);
+  return CUDA_SUCCESS;
 }
 
+/// A launch grid; the generated STEM::KERNEL_grid() functions return it.
+struct Grid {
+  std::int64_t x = 1, y = 1, z = 1;
+};
+
 /// The grid must be non-empty and within the hardware limits.
-inline CUresult checkGrid(std::int64_t x, std::int64_t y, std::int64_t z) {
+inline CUresult checkGrid(const Grid &g, const char *kernel) {
   constexpr std::int64_t maxX = 2147483647, maxYZ = 65535;
-  if (x < 1 || y < 1 || z < 1 || x > maxX || y > maxYZ || z > maxYZ)
-    return CUDA_ERROR_INVALID_VALUE;
+  const char *reason = nullptr;
+  std::int64_t value = 0;
+  if (g.x < 1 || g.x > maxX)
+    reason = "grid.x outside [1, 2^31 - 1]", value = g.x;
+  else if (g.y < 1 || g.y > maxYZ)
+    reason = "grid.y outside [1, 65535]", value = g.y;
+  else if (g.z < 1 || g.z > maxYZ)
+    reason = "grid.z outside [1, 65535]", value = g.z;
+  if (reason)
+    return fail(CUDA_ERROR_INVALID_VALUE, kernel, "grid", reason, ValueKind::Integer, value);
   return CUDA_SUCCESS;
 }
 
@@ -195,23 +259,195 @@ inline std::int64_t truncDiv(std::int64_t a, std::int64_t b) { return b == 0 ? 0
 inline std::int64_t min(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
 inline std::int64_t max(std::int64_t a, std::int64_t b) { return a < b ? b : a; }
 
-/// Loads lazily, then launches function `index` of the module on a 1-D block.
+// ---- Per-context module state.
+
+inline constexpr unsigned kDefaultDynamicSharedLimit = 48 * 1024;
+/// Contexts one header can be loaded into between two unload() calls.
+inline constexpr std::size_t kMaxContexts = 64;
+
+/// The module of one header as loaded into one context.
+template <std::size_t N> struct ContextModule {
+  /// Key of the context (contextKey()); 0 while the slot is free. Written last, with release,
+  /// so that a launch that finds its key sees the fields below complete.
+  std::atomic<unsigned long long> key{0};
+  CUcontext context = nullptr;
+  CUmodule module = nullptr;
+  std::size_t image = 0; // index into the header's images
+  std::array<CUfunction, N> functions{};
+};
+
+/// The loaded modules of one generated header: launches find their context's slot without
+/// locking; loading into a new context takes the mutex and appends a slot.
+template <std::size_t N> struct ModuleState {
+  std::mutex mutex;
+  std::atomic<std::size_t> used{0};
+  std::array<ContextModule<N>, kMaxContexts> slots;
+};
+
+/// A key for the current context that is never reused within the process (a destroyed
+/// context's handle can be reused by a new one; its id cannot). 0 is never a key.
+inline CUresult contextKey(CUcontext ctx, unsigned long long &key) {
+#if CUDA_VERSION >= 12000
+  unsigned long long id = 0;
+  CUresult r = cuCtxGetId(ctx, &id);
+  if (r != CUDA_SUCCESS)
+    return r;
+  key = id + 1;
+#else
+  if (!ctx && cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  if (!ctx)
+    return CUDA_ERROR_INVALID_CONTEXT;
+  key = static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(ctx));
+#endif
+  return CUDA_SUCCESS;
+}
+
 template <std::size_t N>
-inline CUresult launch(ModuleState<N> &state, const void *image,
-                       const std::array<KernelSpec, N> &specs, std::size_t index,
-                       std::int64_t gridX, std::int64_t gridY, std::int64_t gridZ, unsigned threads,
-                       CUstream stream, void **args) {
-  CUresult r = checkGrid(gridX, gridY, gridZ);
+inline const ContextModule<N> *findLoaded(const ModuleState<N> &state, unsigned long long key) {
+  std::size_t used = state.used.load(std::memory_order_acquire);
+  for (std::size_t i = 0; i < used; ++i)
+    if (state.slots[i].key.load(std::memory_order_acquire) == key)
+      return &state.slots[i];
+  return nullptr;
+}
+
+/// The image that fits the current context's device best, or `count` when none fits.
+template <std::size_t N, std::size_t M>
+inline CUresult pickImage(const std::array<Image<N>, M> &images, std::size_t &picked) {
+  CUdevice device = 0;
+  CUresult r = cuCtxGetDevice(&device);
+  int major = 0, minor = 0;
+  if (r == CUDA_SUCCESS)
+    r = cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device);
+  if (r == CUDA_SUCCESS)
+    r = cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device);
   if (r != CUDA_SUCCESS)
+    return fail(r, nullptr, nullptr, "cannot query the current device's compute capability");
+  int best = 0;
+  picked = M;
+  for (std::size_t i = 0; i < M; ++i)
+    if (int fit = imageFit(images[i], major, minor); fit > best)
+      best = fit, picked = i;
+  if (picked == M)
+    return fail(CUDA_ERROR_NO_BINARY_FOR_GPU, nullptr, nullptr,
+                "no embedded image runs on this GPU's compute capability (recompile with "
+                "--arch for it, or add +ptx)",
+                ValueKind::Integer, major * 10 + minor);
+  return CUDA_SUCCESS;
+}
+
+/// Loads the best-fitting image into the current context unless it is loaded there already,
+/// and looks up every kernel. A failure leaves nothing loaded for the context, so a later call
+/// can retry.
+template <std::size_t N, std::size_t M>
+inline CUresult load(ModuleState<N> &state, const std::array<Image<N>, M> &images,
+                     const ContextModule<N> *&loaded) {
+  unsigned long long key = 0;
+  if (CUresult r = contextKey(nullptr, key); r != CUDA_SUCCESS)
+    return fail(r, nullptr, nullptr, "no current CUDA context (call cuInit and make one current)");
+  if ((loaded = findLoaded(state, key)))
+    return CUDA_SUCCESS;
+  std::lock_guard<std::mutex> lock(state.mutex);
+  if ((loaded = findLoaded(state, key)))
+    return CUDA_SUCCESS;
+  std::size_t used = state.used.load(std::memory_order_relaxed);
+  if (used == kMaxContexts)
+    return fail(CUDA_ERROR_OUT_OF_MEMORY, nullptr, nullptr,
+                "loaded into too many contexts (call unload() to start over)");
+  std::size_t picked = 0;
+  if (CUresult r = pickImage(images, picked); r != CUDA_SUCCESS)
     return r;
-  r = load(state, image, specs);
+  const Image<N> &image = images[picked];
+  CUcontext context = nullptr;
+  CUresult r = cuCtxGetCurrent(&context);
   if (r != CUDA_SUCCESS)
+    return fail(r, nullptr, nullptr, "cuCtxGetCurrent failed");
+  CUmodule module = nullptr;
+  r = cuModuleLoadData(&module, image.data);
+  if (r != CUDA_SUCCESS)
+    return fail(r, nullptr, nullptr, "cuModuleLoadData failed");
+  ContextModule<N> &slot = state.slots[used];
+  for (std::size_t i = 0; i < N; ++i) {
+    const KernelSpec &spec = image.kernels[i];
+    r = cuModuleGetFunction(&slot.functions[i], module, spec.name);
+    if (r == CUDA_SUCCESS && spec.dynamicSharedBytes > kDefaultDynamicSharedLimit)
+      r = cuFuncSetAttribute(slot.functions[i], CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             static_cast<int>(spec.dynamicSharedBytes));
+    if (r != CUDA_SUCCESS) {
+      cuModuleUnload(module);
+      return fail(r, spec.name, nullptr, "cannot look up or configure the kernel after loading");
+    }
+  }
+  slot.context = context;
+  slot.module = module;
+  slot.image = picked;
+  slot.key.store(key, std::memory_order_release);
+  state.used.store(used + 1, std::memory_order_release);
+  loaded = &slot;
+  return CUDA_SUCCESS;
+}
+
+/// Unloads the module from every context it was loaded into (a context destroyed since took
+/// its module with it and is skipped). Must not race with launches of the same header.
+template <std::size_t N> inline void unload(ModuleState<N> &state) {
+  std::lock_guard<std::mutex> lock(state.mutex);
+  std::size_t used = state.used.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < used; ++i) {
+    ContextModule<N> &slot = state.slots[i];
+    unsigned long long key = slot.key.load(std::memory_order_relaxed), now = 0;
+    // A module belongs to its context: unload it with that context current. A destroyed context
+    // fails contextKey (CUDA 12 and later), or its handle now names another context.
+    if (key != 0 && contextKey(slot.context, now) == CUDA_SUCCESS && now == key &&
+        cuCtxPushCurrent(slot.context) == CUDA_SUCCESS) {
+      cuModuleUnload(slot.module);
+      CUcontext popped = nullptr;
+      cuCtxPopCurrent(&popped);
+    }
+    slot.key.store(0, std::memory_order_relaxed);
+    slot.context = nullptr;
+    slot.module = nullptr;
+    slot.functions = {};
+  }
+  state.used.store(0, std::memory_order_release);
+}
+
+/// The name of the image loaded into the current context ("sm_90a cubin"), or null when none is.
+template <std::size_t N, std::size_t M>
+inline const char *loadedImage(const ModuleState<N> &state, const std::array<Image<N>, M> &images) {
+  unsigned long long key = 0;
+  if (contextKey(nullptr, key) != CUDA_SUCCESS)
+    return nullptr;
+  const ContextModule<N> *loaded = findLoaded(state, key);
+  return loaded ? images[loaded->image].name : nullptr;
+}
+
+/// Checks the grid, loads lazily into the current context, then launches kernel `index` on a
+/// 1-D block with the facts of the image loaded there.
+template <std::size_t N, std::size_t M>
+inline CUresult launch(ModuleState<N> &state, const std::array<Image<N>, M> &images,
+                       std::size_t index, const Grid &grid, CUstream stream, void **args) {
+  const char *kernel = images[0].kernels[index].name;
+  if (CUresult r = checkGrid(grid, kernel); r != CUDA_SUCCESS)
     return r;
-  return cuLaunchKernel(state.functions[index], static_cast<unsigned>(gridX),
-                        static_cast<unsigned>(gridY), static_cast<unsigned>(gridZ), threads, 1, 1,
-                        specs[index].dynamicSharedBytes, stream, args, nullptr);
+  const ContextModule<N> *loaded = nullptr;
+  if (CUresult r = load(state, images, loaded); r != CUDA_SUCCESS) {
+    lastErrorSlot().kernel = kernel;
+    return r;
+  }
+  const KernelSpec &spec = images[loaded->image].kernels[index];
+  CUresult r = cuLaunchKernel(loaded->functions[index], static_cast<unsigned>(grid.x),
+                              static_cast<unsigned>(grid.y), static_cast<unsigned>(grid.z),
+                              spec.threads, 1, 1, spec.dynamicSharedBytes, stream, args, nullptr);
+  if (r != CUDA_SUCCESS)
+    return fail(r, kernel, nullptr, "cuLaunchKernel failed");
+  return CUDA_SUCCESS;
 }
 
 } // namespace tilec::rt
+
+#if defined(__GNUC__)
+#pragma GCC visibility pop
+#endif
 
 #endif // TILEC_RUNTIME_H
