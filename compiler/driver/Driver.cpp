@@ -93,16 +93,25 @@ bool writeOutputs(Session &s, const fs::path &dir,
   return true;
 }
 
+/// Prints the diagnostics, then the --time-passes table when asked for; returns the exit
+/// status.
+int finish(Session &s, const Compilation &c) {
+  int status = s.flush();
+  if (c.opts.timePasses)
+    s.err << formatStepTimes(c.stepTimes);
+  return status;
+}
+
 } // namespace
 
 int runCheck(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
   Session s(err);
   Compilation c(opts, s.sm, s.diags, target::defaultTarget());
   if (isThreadIRInput(opts.input))
-    loadThreadIR(c, out);
+    timeStep(c, "parse-thread-ir", [&] { return loadThreadIR(c, out); });
   else
     runPipeline(c, 0, kCheckPasses, out);
-  return s.flush();
+  return finish(s, c);
 }
 
 int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
@@ -133,10 +142,10 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
                       "layouts to report)");
     return s.flush();
   }
-  if (threadIR ? !loadThreadIR(c, out) ||
+  if (threadIR ? !timeStep(c, "parse-thread-ir", [&] { return loadThreadIR(c, out); }) ||
                      !runPipeline(c, threadIRFirstPass(), compilePipeline().size(), out)
                : !runPipeline(c, 0, compilePipeline().size(), out))
-    return s.flush();
+    return finish(s, c);
 
   std::vector<std::pair<std::string, std::string>> files;
   if (opts.emit.count("llvm"))
@@ -150,17 +159,20 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     ho.ns = ns;
     ho.sourceName = fs::path(opts.input).filename().string();
     bool embedCubin = opts.embed == "cubin" && c.cubin;
-    files.emplace_back(stem + ".h",
-                       generateHeader(c.lowered->module, embedCubin ? *c.cubin : c.ptx,
-                                      embedCubin ? BinaryKind::Cubin : BinaryKind::Ptx, ho));
+    files.emplace_back(stem + ".h", timeStep(c, "header", [&] {
+                         return generateHeader(c.lowered->module, embedCubin ? *c.cubin : c.ptx,
+                                               embedCubin ? BinaryKind::Cubin : BinaryKind::Ptx,
+                                               ho);
+                       }));
   }
   if (opts.emit.count("layout"))
-    files.emplace_back(stem + ".layout.json",
-                       layoutReport(*c.program, *c.lowered,
-                                    {fs::path(opts.input).filename().string(), target->arch,
-                                     opts.layoutDetailFull}));
-  writeOutputs(s, opts.outDir, files);
-  return s.flush();
+    files.emplace_back(stem + ".layout.json", timeStep(c, "layout-report", [&] {
+                         return layoutReport(*c.program, *c.lowered,
+                                             {fs::path(opts.input).filename().string(),
+                                              target->arch, opts.layoutDetailFull});
+                       }));
+  timeStep(c, "write-outputs", [&] { return writeOutputs(s, opts.outDir, files); });
+  return finish(s, c);
 }
 
 } // namespace tilec::driver

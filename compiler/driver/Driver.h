@@ -30,6 +30,8 @@ struct DriverOptions {
   std::string dumpAfter;
   /// The stdlib directory (holding std/...); searched after includeDirs.
   std::string stdlibDir;
+  /// Print the wall time of each pass (and of the header) to the error stream at the end.
+  bool timePasses = false;
 };
 
 /// Each returns the process exit status: 0 on success, 1 when an error was reported.

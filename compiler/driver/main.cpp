@@ -46,6 +46,8 @@ int main(int argc, char **argv) {
 
   auto addCommon = [&](CLI::App *cmd) {
     cmd->add_option("file", opts.input, "the .tile source, or thread IR text (.thir)");
+    cmd->add_flag("--time-passes", opts.timePasses,
+                  "print the wall time of each pass to stderr after compiling");
     // One value per flag, so that `-D X=1 FILE` does not take FILE as a second define.
     cmd->add_option("-D", defines, "NAME=VALUE: override a const or fix a symbolic dimension")
         ->allow_extra_args(false);
