@@ -106,7 +106,6 @@ Result<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetOpt
 }
 
 bool isHalfLike(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
-bool isFloat8(DType t) { return t == DType::Float8E4M3 || t == DType::Float8E5M2; }
 
 std::string_view unOpName(thir::UnOp op) {
   using thir::UnOp;

@@ -18,7 +18,6 @@ namespace {
 bool isComparison(BinOp op) { return op >= BinOp::Eq && op <= BinOp::Ge; }
 bool isMathOp(UnOp op) { return op >= UnOp::Exp; }
 bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
-bool isFloat8(DType t) { return t == DType::Float8E4M3 || t == DType::Float8E5M2; }
 
 const Type kInt32{DType::Int32, 1};
 const Type kInt64{DType::Int64, 1};
