@@ -796,7 +796,21 @@ private:
       args.push_back(b_.CreateExtractElement(acc, uint64_t{i}));
     }
     unsigned next = 2 * S;
-    const char *ty = w.inputType == DType::BFloat16 ? "bf16" : "f16";
+    auto ptxType = [](DType t) {
+      switch (t) {
+      case DType::BFloat16:
+        return "bf16";
+      case DType::Float8E4M3:
+        return "e4m3";
+      case DType::Float8E5M2:
+        return "e5m2";
+      default:
+        return "f16";
+      }
+    };
+    const char *aTy = ptxType(w.inputType), *bTy = ptxType(w.bType());
+    // Only 16-bit inputs have the imm-trans operands (float8 operands are K-major).
+    bool transOperands = !isFloat8(w.inputType);
     std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(next) +
                        ", 0;\nwgmma.fence.sync.aligned;\n";
     constraints += ",r";
@@ -827,11 +841,13 @@ private:
       constraints += ",l";
       args.push_back(expr(in.bDesc));
       inTys.push_back(b_.getInt64Ty());
-      std::string trans = w.aInRegisters ? fmt::format("{}", int(w.bMnMajor))
-                                         : fmt::format("{}, {}", int(w.aMnMajor), int(w.bMnMajor));
-      text += fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, {}, ${}, p, "
-                          "1, 1, {};\n",
-                          w.n, ty, ty, d, a, bIdx, trans);
+      std::string trans = !transOperands ? ""
+                          : w.aInRegisters
+                              ? fmt::format(", {}", int(w.bMnMajor))
+                              : fmt::format(", {}, {}", int(w.aMnMajor), int(w.bMnMajor));
+      text += fmt::format("wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, ${}, p, "
+                          "1, 1{};\n",
+                          w.n, w.k(), aTy, bTy, d, a, bIdx, trans);
     }
     text += fmt::format("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned {};\n}}",
                         w.pending);

@@ -287,6 +287,9 @@ private:
   void forgetSharedState();
   void lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
   void lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
+  /// float8 gemm runs on wgmma only (both operands K-major in shared memory, float32
+  /// accumulators); reports the first thing it cannot take and returns false.
+  bool checkFloat8Gemm(const tile::Stmt &s, const tile::Gemm &g);
 
   // ---- LowerPipeline.cpp: software pipelining of Pipelined loops ---------------------------
   void lowerPipelined(const tile::Stmt &s, const tile::For &f, thir::Body &out);
