@@ -154,17 +154,23 @@ std::variant<WarpGrid, std::string> gemmWarpGrid(int64_t M, int64_t N, int64_t t
 std::optional<WgmmaPlan> planWgmma(const tile::Gemm &g, int64_t threads) {
   const tile::BufferPtr &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
   bool aShared = A->scope == tile::Scope::Shared;
-  if (threads % 128 != 0 || C->dtype != DType::Float32 || A->dtype != B->dtype ||
-      (A->dtype != DType::Float16 && A->dtype != DType::BFloat16) ||
+  bool sixteen =
+      A->dtype == B->dtype && (A->dtype == DType::Float16 || A->dtype == DType::BFloat16);
+  // float8 (e4m3 and e5m2 in any combination) reads both operands K-major from shared memory:
+  // A stored M x K, B stored N x K; it has no transpose bit and no MN-major layouts.
+  bool fp8 = isFloat8(A->dtype) && isFloat8(B->dtype);
+  if (threads % 128 != 0 || C->dtype != DType::Float32 || !(sixteen || fp8) ||
       B->scope != tile::Scope::Shared || (!aShared && g.transA) || !g.a.whole() || !g.b.whole() ||
-      !g.c.whole() || A->shape.size() != 2 || B->shape.size() != 2 || C->shape.size() != 2)
+      !g.c.whole() || A->shape.size() != 2 || B->shape.size() != 2 || C->shape.size() != 2 ||
+      (fp8 && (!aShared || g.transA || !g.transB)))
     return std::nullopt;
   auto dim = [](const tile::BufferPtr &b, int d) { return *tile::asConstInt(b->shape[d]); };
   int64_t M = dim(C, 0), N = dim(C, 1), K = dim(A, g.transA ? 0 : 1);
-  if (K % 16 != 0)
+  int64_t kStep = wgmmaK(A->dtype);
+  if (K % kStep != 0)
     return std::nullopt;
-  SharedLayout la = chooseSharedLayout({dim(A, 0), dim(A, 1)}, 2);
-  SharedLayout lb = chooseSharedLayout({dim(B, 0), dim(B, 1)}, 2);
+  SharedLayout la = chooseSharedLayout({dim(A, 0), dim(A, 1)}, dtypeBytes(A->dtype));
+  SharedLayout lb = chooseSharedLayout({dim(B, 0), dim(B, 1)}, dtypeBytes(B->dtype));
   int64_t G = threads / 128;
   auto works = [&](int64_t gm, int64_t gn, int64_t &instrN) {
     if (M % (64 * gm) != 0 || N % gn != 0)
@@ -176,11 +182,11 @@ std::optional<WgmmaPlan> planWgmma(const tile::Gemm &g, int64_t threads) {
       return false;
     instrN = WN / pieces;
     for (int64_t m0 = 0; aShared && m0 < M; m0 += 64)
-      for (int64_t k0 = 0; k0 < K; k0 += 16)
+      for (int64_t k0 = 0; k0 < K; k0 += kStep)
         if (!wgmmaDescriptor(la, !g.transA, m0, k0, 64))
           return false;
     for (int64_t n0 = 0; n0 < N; n0 += instrN)
-      for (int64_t k0 = 0; k0 < K; k0 += 16)
+      for (int64_t k0 = 0; k0 < K; k0 += kStep)
         if (!wgmmaDescriptor(lb, g.transB, n0, k0, instrN))
           return false;
     return true;

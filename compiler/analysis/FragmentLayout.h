@@ -130,6 +130,9 @@ struct WgmmaPlan {
   int64_t instrN = 8; // N of one wgmma; the warpgroup's columns are covered by several
 };
 std::optional<WgmmaPlan> planWgmma(const tile::Gemm &g, int64_t threads);
+/// The k of one wgmma instruction on operands of `input`: 32 bytes of K, i.e. 16 for 16-bit
+/// types and 32 for float8.
+inline int64_t wgmmaK(DType input) { return 32 / dtypeBytes(input); }
 
 struct InferenceOptions {
   /// The target has wgmma (sm_90a): gemm accumulators take its layout where the gemm allows.

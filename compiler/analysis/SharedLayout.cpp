@@ -68,14 +68,16 @@ uint64_t WgmmaDescriptor::highBits() const {
 
 std::optional<WgmmaDescriptor> wgmmaDescriptor(const SharedLayout &l, bool kMajor, int64_t mnStart,
                                                int64_t kStart, int64_t mnExtent) {
-  if (!l.wgmmaCanonical() || l.elementBytes != 2)
+  // 16-bit elements either way; float8 (1 byte) only K-major: the k-slice is 32 bytes of a line
+  // for both, so the K-major geometry below does not depend on the element size.
+  if (!l.wgmmaCanonical() || !(l.elementBytes == 2 || (l.elementBytes == 1 && kMajor)))
     return std::nullopt;
   WgmmaDescriptor d;
   d.swizzleCode = l.swizzleBytes == 128 ? 1 : l.swizzleBytes == 64 ? 2 : 3;
   int64_t eb = l.elementBytes, line = l.panelBytes, panel = l.rows * line;
   d.sbo = 8 * line; // the next 8-row atom of the panel
   if (kMajor) {
-    // Rows are M/N; a 16-element k-slice is 32 bytes of one line.
+    // Rows are M/N; a k-slice (16 16-bit or 32 float8 elements) is 32 bytes of one line.
     int64_t kb = kStart * eb;
     if (mnStart % 8 != 0 || kb % 32 != 0 || mnStart + mnExtent > l.rows || kb + 32 > l.rowBytes)
       return std::nullopt;

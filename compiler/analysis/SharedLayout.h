@@ -81,10 +81,11 @@ struct WgmmaDescriptor {
   uint64_t highBits() const;
 };
 
-/// Descriptor of the 8*rows-by-16-element k-slice at (`mnStart`, `kStart`) of a wgmma operand
-/// stored in `l`. `kMajor`: K runs along the row (A stored M x K, B stored N x K); otherwise
-/// MN runs along the row (A stored K x M, B stored K x N). Returns nullopt when the slice is not
-/// addressable by one descriptor (non-canonical layout, misaligned start).
+/// Descriptor of the 8*rows-by-32-byte k-slice (16 16-bit elements, or 32 float8 ones: one
+/// instruction's k) at (`mnStart`, `kStart`) of a wgmma operand stored in `l`. `kMajor`: K runs
+/// along the row (A stored M x K, B stored N x K); otherwise MN runs along the row (A stored K x M,
+/// B stored K x N), which only 16-bit elements may be. Returns nullopt when the slice is not
+/// addressable by one descriptor (non-canonical layout, misaligned start, MN-major float8).
 std::optional<WgmmaDescriptor> wgmmaDescriptor(const SharedLayout &l, bool kMajor, int64_t mnStart,
                                                int64_t kStart, int64_t mnExtent);
 

@@ -106,7 +106,6 @@ Result<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetOpt
 }
 
 bool isHalfLike(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
-bool isFloat8(DType t) { return t == DType::Float8E4M3 || t == DType::Float8E5M2; }
 
 std::string_view unOpName(thir::UnOp op) {
   using thir::UnOp;
@@ -628,8 +627,9 @@ private:
                                   isSigned(n.type.elem));
   }
   Value *exprOp(const thir::ConstFloat &c, const Node &n) {
+    // float8 has no LLVM type: the constant is its encoding, rounded here as cvt would.
     if (isFloat8(n.type.elem))
-      unsupported(fmt::format("constants of {}", dtypeName(n.type.elem)));
+      return llvm::ConstantInt::get(valueType(n.type), float8Bits(c.value, n.type.elem));
     if (!isFloat(n.type.elem))
       bug("float constant of non-float type");
     return llvm::ConstantFP::get(valueType(n.type), c.value);
@@ -796,7 +796,21 @@ private:
       args.push_back(b_.CreateExtractElement(acc, uint64_t{i}));
     }
     unsigned next = 2 * S;
-    const char *ty = w.inputType == DType::BFloat16 ? "bf16" : "f16";
+    auto ptxType = [](DType t) {
+      switch (t) {
+      case DType::BFloat16:
+        return "bf16";
+      case DType::Float8E4M3:
+        return "e4m3";
+      case DType::Float8E5M2:
+        return "e5m2";
+      default:
+        return "f16";
+      }
+    };
+    const char *aTy = ptxType(w.inputType), *bTy = ptxType(w.bType());
+    // Only 16-bit inputs have the imm-trans operands (float8 operands are K-major).
+    bool transOperands = !isFloat8(w.inputType);
     std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(next) +
                        ", 0;\nwgmma.fence.sync.aligned;\n";
     constraints += ",r";
@@ -827,11 +841,13 @@ private:
       constraints += ",l";
       args.push_back(expr(in.bDesc));
       inTys.push_back(b_.getInt64Ty());
-      std::string trans = w.aInRegisters ? fmt::format("{}", int(w.bMnMajor))
-                                         : fmt::format("{}, {}", int(w.aMnMajor), int(w.bMnMajor));
-      text += fmt::format("wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, {}, ${}, p, "
-                          "1, 1, {};\n",
-                          w.n, ty, ty, d, a, bIdx, trans);
+      std::string trans = !transOperands ? ""
+                          : w.aInRegisters
+                              ? fmt::format(", {}", int(w.bMnMajor))
+                              : fmt::format(", {}, {}", int(w.aMnMajor), int(w.bMnMajor));
+      text += fmt::format("wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, ${}, p, "
+                          "1, 1{};\n",
+                          w.n, w.k(), aTy, bTy, d, a, bIdx, trans);
     }
     text += fmt::format("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned {};\n}}",
                         w.pending);
@@ -875,6 +891,22 @@ private:
   Value *binary(thir::BinOp op, Value *a, Value *b, thir::Type t);
   Value *intPow(Value *a, Value *e, thir::Type t);
   Value *cast(Value *v, thir::Type from, thir::Type to);
+  // float8 <-> float16 / float32 by sm_89's cvt, which converts two values at a time.
+  Value *float8ToHalf(Value *v, DType f, int lanes);
+  Value *toFloat8(Value *v, DType from, DType t, int lanes);
+  /// Lane `i` of `v` (`v` itself when it is a scalar), and the inverse: a vector of `lanes`
+  /// (or the scalar).
+  Value *laneOf(Value *v, int i) {
+    return v->getType()->isVectorTy() ? b_.CreateExtractElement(v, uint64_t(i)) : v;
+  }
+  Value *gather(const std::vector<Value *> &lanes) {
+    if (lanes.size() == 1)
+      return lanes[0];
+    Value *out = llvm::PoisonValue::get(vec(lanes[0]->getType(), static_cast<int>(lanes.size())));
+    for (size_t i = 0; i < lanes.size(); ++i)
+      out = b_.CreateInsertElement(out, lanes[i], uint64_t(i));
+    return out;
+  }
 
   llvm::Module &mod_;
   llvm::LLVMContext &ctx_;
@@ -890,8 +922,11 @@ private:
 Value *KernelEmitter::unary(thir::UnOp op, Value *a, thir::Type t) {
   using thir::UnOp;
   DType et = t.elem;
-  if (isFloat8(et))
-    unsupported(fmt::format("{} on {}", unOpName(op), dtypeName(et)));
+  if (isFloat8(et)) {
+    // float8 has no arithmetic of its own: in float32, rounded back once.
+    thir::Type f32{DType::Float32, t.lanes};
+    return cast(unary(op, cast(a, t, f32), f32), f32, t);
+  }
   switch (op) {
   case UnOp::Neg:
     return isFloat(et) ? b_.CreateFNeg(a) : b_.CreateNeg(a);
@@ -986,8 +1021,12 @@ Value *KernelEmitter::intPow(Value *a, Value *e, thir::Type t) {
 Value *KernelEmitter::binary(thir::BinOp op, Value *a, Value *b, thir::Type t) {
   using thir::BinOp;
   DType et = t.elem;
-  if (isFloat8(et))
-    unsupported(fmt::format("arithmetic on {}", dtypeName(et)));
+  if (isFloat8(et)) {
+    // In float32 (float8 values are exact there), rounded back once; comparisons give bool.
+    thir::Type f32{DType::Float32, t.lanes};
+    Value *r = binary(op, cast(a, t, f32), cast(b, t, f32), f32);
+    return r->getType()->isIntOrIntVectorTy(1) ? r : cast(r, f32, t);
+  }
   bool fp = isFloat(et);
   bool sgn = isSigned(et);
   switch (op) {
@@ -1103,8 +1142,21 @@ Value *KernelEmitter::cast(Value *v, thir::Type from, thir::Type to) {
   DType t = to.elem;
   if (f == t)
     return v;
-  if (isFloat8(f) || isFloat8(t))
-    unsupported(fmt::format("cast from {} to {}", dtypeName(f), dtypeName(t)));
+  if (isFloat8(f) || isFloat8(t)) {
+    // Lowering reports this at the source construct; thread IR text can still get here.
+    if (!opts_.target.hasFp8Convert)
+      unsupported(fmt::format("cast from {} to {} on {} (float8 conversions need sm_89 or newer)",
+                              dtypeName(f), dtypeName(t), opts_.target.arch));
+    // float8 -> float16 is exact (both float8 formats fit float16), so every conversion from
+    // float8 goes through it; to float8, float16 and float32 convert directly (one rounding)
+    // and every other type through float32 (exact for bfloat16).
+    if (isFloat8(f))
+      return cast(float8ToHalf(v, f, to.lanes), {DType::Float16, to.lanes}, to);
+    if (f == DType::Float16 || f == DType::Float32)
+      return toFloat8(v, f, t, to.lanes);
+    thir::Type f32{DType::Float32, to.lanes};
+    return cast(cast(v, from, f32), f32, to);
+  }
   llvm::Type *dst = valueType(to);
   if (t == DType::Bool) {
     Value *zero = llvm::Constant::getNullValue(v->getType());
@@ -1129,6 +1181,48 @@ Value *KernelEmitter::cast(Value *v, thir::Type from, thir::Type to) {
   if (dtypeBits(t) > dtypeBits(f))
     return b_.CreateFPExt(v, dst);
   return b_.CreateFPTrunc(v, dst);
+}
+
+Value *KernelEmitter::float8ToHalf(Value *v, DType f, int lanes) {
+  // cvt.rn.f16x2.e4m3x2 (e5m2x2): byte 0 of the 16-bit operand becomes lane 0 (the low half).
+  auto id = f == DType::Float8E4M3 ? llvm::Intrinsic::nvvm_e4m3x2_to_f16x2_rn
+                                   : llvm::Intrinsic::nvvm_e5m2x2_to_f16x2_rn;
+  std::vector<Value *> out;
+  for (int i = 0; i < lanes; i += 2) {
+    Value *pair = gather({laneOf(v, i), i + 1 < lanes ? laneOf(v, i + 1) : b_.getInt8(0)});
+    Value *h2 = math::callIntrinsic(b_, id, {}, {b_.CreateBitCast(pair, b_.getInt16Ty())});
+    out.push_back(b_.CreateExtractElement(h2, uint64_t{0}));
+    if (i + 1 < lanes)
+      out.push_back(b_.CreateExtractElement(h2, uint64_t{1}));
+  }
+  return gather(out);
+}
+
+Value *KernelEmitter::toFloat8(Value *v, DType from, DType t, int lanes) {
+  bool e4m3 = t == DType::Float8E4M3;
+  std::vector<Value *> out;
+  for (int i = 0; i < lanes; i += 2) {
+    Value *lo = laneOf(v, i);
+    Value *hi = i + 1 < lanes ? laneOf(v, i + 1) : llvm::ConstantFP::get(lo->getType(), 0.0);
+    Value *packed;
+    if (from == DType::Float16) {
+      // cvt.rn.satfinite.e4m3x2.f16x2: lane 0 (the low half) becomes byte 0.
+      packed = math::callIntrinsic(b_,
+                                   e4m3 ? llvm::Intrinsic::nvvm_f16x2_to_e4m3x2_rn
+                                        : llvm::Intrinsic::nvvm_f16x2_to_e5m2x2_rn,
+                                   {}, {gather({lo, hi})});
+    } else {
+      // cvt.rn.satfinite.e4m3x2.f32 d, a, b puts a in the upper byte: (hi, lo).
+      packed = math::callIntrinsic(
+          b_, e4m3 ? llvm::Intrinsic::nvvm_ff_to_e4m3x2_rn : llvm::Intrinsic::nvvm_ff_to_e5m2x2_rn,
+          {}, {hi, lo});
+    }
+    Value *bytes = b_.CreateBitCast(packed, vec(b_.getInt8Ty(), 2));
+    out.push_back(b_.CreateExtractElement(bytes, uint64_t{0}));
+    if (i + 1 < lanes)
+      out.push_back(b_.CreateExtractElement(bytes, uint64_t{1}));
+  }
+  return gather(out);
 }
 
 } // namespace

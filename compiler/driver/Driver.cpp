@@ -296,16 +296,25 @@ bool writeDepfile(Session &s, const SourceManager &sm, const std::string &depfil
   return true;
 }
 
+/// Prints the diagnostics, then the --time-passes table when asked for; returns the exit
+/// status.
+int finish(Session &s, const Compilation &c) {
+  int status = s.flush();
+  if (c.opts.timePasses)
+    s.err << formatStepTimes(c.stepTimes);
+  return status;
+}
+
 } // namespace
 
 int runCheck(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
   Session s(err, opts);
   Compilation c(opts, s.sm, s.diags, target::defaultTarget());
   if (isThreadIRInput(opts.input))
-    loadThreadIR(c, out);
+    timeStep(c, "parse-thread-ir", [&] { return loadThreadIR(c, out); });
   else
     runPipeline(c, 0, kCheckPasses, out);
-  return s.flush();
+  return finish(s, c);
 }
 
 namespace {
@@ -358,6 +367,17 @@ struct ArchRun {
   }
 };
 
+/// --time-passes: the table of each target's compilation (named when there are several).
+void printStepTimes(Session &s, const std::vector<std::unique_ptr<ArchRun>> &runs) {
+  for (const auto &run : runs) {
+    if (!run->opts.timePasses)
+      return;
+    if (runs.size() > 1)
+      s.err << fmt::format("--arch {}:\n", run->opts.arch);
+    s.err << formatStepTimes(run->c->stepTimes);
+  }
+}
+
 } // namespace
 
 int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
@@ -393,14 +413,16 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
   for (const ArchRequest &r : *archs) {
     runs.push_back(std::make_unique<ArchRun>(opts, r));
     Compilation &c = *runs.back()->c;
-    bool ok = threadIR ? loadThreadIR(c, out) &&
+    bool ok = threadIR ? timeStep(c, "parse-thread-ir", [&] { return loadThreadIR(c, out); }) &&
                              runPipeline(c, threadIRFirstPass(), compilePipeline().size(), out)
                        : runPipeline(c, 0, compilePipeline().size(), out);
     // A later target prints only the diagnostics that differ from an earlier one's (the front
     // end's warnings would otherwise repeat once per target).
     s.print(runs.back()->diags);
-    if (!ok || s.failed)
+    if (!ok || s.failed) {
+      printStepTimes(s, runs);
       return 1;
+    }
   }
 
   // With several targets, the per-target outputs carry the target's name: gemm.sm_80.ptx.
@@ -419,7 +441,7 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
       files.emplace_back(perArch(*run, "cubin"), *c.cubin);
   }
   if (opts.emit.count("header")) {
-    const Compilation &first = *runs.front()->c;
+    Compilation &first = *runs.front()->c;
     HeaderOptions ho;
     ho.ns = ns;
     ho.sourceName = fs::path(opts.input).filename().string();
@@ -436,7 +458,8 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
       if (!cubin || run->addPtx)
         images.push_back({&c.lowered->module, run->opts.arch, c.ptx, BinaryKind::Ptx});
     }
-    files.emplace_back(stem + ".h", generateHeader(images, ho));
+    files.emplace_back(stem + ".h",
+                       timeStep(first, "header", [&] { return generateHeader(images, ho); }));
     if (opts.emit.count("c-header"))
       files.emplace_back(stem + "_c.h", generateCHeader(images, ho, stem + ".h"));
   }
@@ -462,9 +485,13 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
       return s.flush();
     }
   }
-  if (writeOutputs(s, opts.outDir, files) && !opts.depfile.empty())
+  bool written = timeStep(*runs.front()->c, "write-outputs",
+                          [&] { return writeOutputs(s, opts.outDir, files); });
+  if (written && !opts.depfile.empty())
     writeDepfile(s, runs.front()->sm, opts.depfile, opts.outDir, files);
-  return s.flush();
+  int status = s.flush();
+  printStepTimes(s, runs);
+  return status;
 }
 
 } // namespace tilec::driver

@@ -38,6 +38,8 @@ struct DriverOptions {
   bool noWarnings = false;
   bool warningsAsErrors = false;
   bool color = false;
+  /// Print the wall time of each pass (and of the header) to the error stream at the end.
+  bool timePasses = false;
 };
 
 /// Each returns the process exit status: 0 on success, 1 when an error was reported.

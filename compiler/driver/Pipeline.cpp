@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
@@ -244,6 +245,24 @@ std::vector<std::string> dumpNames() {
   return names;
 }
 
+std::string formatStepTimes(const std::vector<std::pair<std::string, double>> &times) {
+  double total = 0;
+  size_t width = std::string_view("total").size();
+  for (const auto &[name, ms] : times) {
+    total += ms;
+    width = std::max(width, name.size());
+  }
+  std::string text = fmt::format("{:<{}}  {:>10}  {:>6}\n", "pass", width, "wall ms", "share");
+  auto line = [&](std::string_view name, double ms) {
+    double share = total > 0 ? 100.0 * ms / total : 0.0;
+    text += fmt::format("{:<{}}  {:>10.2f}  {:>5.1f}%\n", name, width, ms, share);
+  };
+  for (const auto &[name, ms] : times)
+    line(name, ms);
+  line("total", total);
+  return text;
+}
+
 std::string printPipeline() {
   std::string text;
   for (const Pass &p : compilePipeline())
@@ -255,7 +274,7 @@ bool runPipeline(Compilation &c, size_t from, size_t count, std::ostream &out) {
   std::string_view dump = passForDumpName(c.opts.dumpAfter);
   const auto &passes = compilePipeline();
   for (size_t i = from; i < count && i < passes.size(); ++i) {
-    if (!passes[i].run(c))
+    if (!timeStep(c, passes[i].name, [&] { return passes[i].run(c); }))
       return false;
     if (passes[i].name == dump)
       out << passes[i].dump(c);

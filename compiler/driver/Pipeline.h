@@ -14,10 +14,12 @@
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tilec::driver {
@@ -39,6 +41,8 @@ struct Compilation {
   std::unique_ptr<llvm::Module> llvmModule; // build-llvm, optimize-llvm
   std::string ptx;                          // emit-ptx
   std::optional<std::string> cubin;         // assemble (nullopt: not run or no ptxas)
+  /// With --time-passes: the wall time of each step that ran, in order, in milliseconds.
+  std::vector<std::pair<std::string, double>> stepTimes;
 
   codegen::TargetOptions codegenOptions() const;
   /// Whether the outputs asked for need PTX, and a cubin.
@@ -71,6 +75,28 @@ std::string printPipeline();
 /// Runs passes [from, count) of compilePipeline() over `c`, printing the IR after the pass
 /// named by c.opts.dumpAfter to `out`. Returns false as soon as a pass reports an error.
 bool runPipeline(Compilation &c, size_t from, size_t count, std::ostream &out);
+
+/// Runs `step` and, with --time-passes, records its wall time under `name` in c.stepTimes.
+template <typename F> auto timeStep(Compilation &c, std::string_view name, F &&step) {
+  if (!c.opts.timePasses)
+    return step();
+  auto start = std::chrono::steady_clock::now();
+  // Recorded also when the step fails, so the table shows where a failed compile stopped.
+  struct Record {
+    Compilation &c;
+    std::string_view name;
+    std::chrono::steady_clock::time_point start;
+    ~Record() {
+      std::chrono::duration<double, std::milli> ms = std::chrono::steady_clock::now() - start;
+      c.stepTimes.emplace_back(std::string(name), ms.count());
+    }
+  } record{c, name, start};
+  return step();
+}
+
+/// The --time-passes table: one aligned line per step (milliseconds and share of the total),
+/// then the total.
+std::string formatStepTimes(const std::vector<std::pair<std::string, double>> &times);
 
 /// Whether `path` names thread IR text (.thir), which enters the pipeline after
 /// lower-to-thread-ir (docs/thread-ir.md).

@@ -82,6 +82,8 @@ int main(int argc, char **argv) {
                   "-Werror: make warnings errors (nothing is written)");
     cmd->add_option("--color", color, "colour diagnostics: auto (on a terminal), always, never")
         ->check(CLI::IsMember({"auto", "always", "never"}));
+    cmd->add_flag("--time-passes", opts.timePasses,
+                  "print the wall time of each pass to stderr after compiling");
     // One value per flag, so that `-D X=1 FILE` does not take FILE as a second define.
     cmd->add_option("-D", defines, "NAME=VALUE: override a const or fix a symbolic dimension")
         ->allow_extra_args(false);

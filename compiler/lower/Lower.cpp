@@ -326,6 +326,7 @@ void KernelLowering::lowerBody(const tile::Body &body, thir::Body &out, const La
 }
 
 void KernelLowering::lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneContext &lc) {
+  size_t before = out.size();
   std::visit(tile::Overloaded{
                  [&](const tile::Let &let) { lowerLet(let, out, lc); },
                  [&](const tile::Store &st) { lowerStore(s, st, out, lc); },
@@ -343,6 +344,7 @@ void KernelLowering::lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneC
                  [&](const tile::AnnotateLayout &) {},
              },
              s.op);
+  checkFloat8Conversions(s, out, before);
 }
 
 void KernelLowering::lowerLet(const tile::Let &let, thir::Body &out, const LaneContext &lc) {

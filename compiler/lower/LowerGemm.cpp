@@ -91,6 +91,8 @@ void KernelLowering::forgetSharedState() {
 
 void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out) {
   const tile::BufferPtr &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
+  if ((isFloat8(A->dtype) || isFloat8(B->dtype)) && !checkFloat8Gemm(s, g))
+    return;
   if (isOnChip(C) && fragmentLayouts_.at(C->id).warpgroup)
     return lowerGemmWgmma(s, g, out);
   const FragmentLayout *la = nullptr;
@@ -225,6 +227,61 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
     shared_.erase(A->id); // staged for this gemm only
 }
 
+bool KernelLowering::checkFloat8Gemm(const tile::Stmt &s, const tile::Gemm &g) {
+  const tile::BufferPtr &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
+  // Only wgmma is implemented for float8; sm_89's mma.sync m16n8k32 is not. (Sema has checked
+  // that both operands are float8.)
+  if (!opts_.target.hasWgmma) {
+    unsupported(s.loc, fmt::format("gemm on float8 operands on {} (float8 gemm runs on sm_90a's "
+                                   "wgmma only)",
+                                   opts_.target.arch));
+    return false;
+  }
+  if (C->dtype != DType::Float32) {
+    unsupported(s.loc, fmt::format("gemm on float8 operands with a {} accumulator (float32 is "
+                                   "supported)",
+                                   dtypeName(C->dtype)));
+    return false;
+  }
+  if (A->scope != tile::Scope::Shared) {
+    unsupported(s.loc, fmt::format("gemm with float8 A ('{}') outside shared memory (float8 "
+                                   "wgmma reads A from shared memory; copy it to a shared buffer "
+                                   "first)",
+                                   A->name));
+    return false;
+  }
+  // wgmma has no transpose bit for float8: both operands K-major (K contiguous).
+  if (g.transA) {
+    unsupported(s.loc, fmt::format("gemm on float8 operands with A ('{}') stored K x M "
+                                   "(transpose_A=True; float8 wgmma reads both operands K-major: "
+                                   "store A as M x K)",
+                                   A->name));
+    return false;
+  }
+  if (!g.transB) {
+    unsupported(s.loc, fmt::format("gemm on float8 operands with B ('{}') stored K x N (float8 "
+                                   "wgmma reads both operands K-major: store B as N x K and pass "
+                                   "transpose_B=True)",
+                                   B->name));
+    return false;
+  }
+  int64_t K = *tile::asConstInt(A->shape[1]);
+  if (K % 32 != 0) {
+    unsupported(s.loc,
+                fmt::format("gemm on float8 operands with K = {} (a multiple of 32 is needed)", K));
+    return false;
+  }
+  if (!isOnChip(C) || !fragmentLayouts_.at(C->id).warpgroup) {
+    unsupported(s.loc, fmt::format("gemm on float8 operands into '{}' that wgmma cannot take (it "
+                                   "needs threads a multiple of 128, 64 rows of C per warpgroup, "
+                                   "and operand tiles with rows of 32, 64 or a multiple of 128 "
+                                   "bytes in a multiple of 8 rows)",
+                                   C->name));
+    return false;
+  }
+  return true;
+}
+
 void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out) {
   const tile::BufferPtr &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
   const FragmentLayout &lc = fragmentLayouts_.at(C->id);
@@ -246,6 +303,7 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
     la = nullptr;
   }
   int64_t M = lc.shape[0], N = lc.shape[1], K = *tile::asConstInt(A->shape[g.transA ? 0 : 1]);
+  int64_t kStep = analysis::wgmmaK(A->dtype); // 16, or 32 for float8
   int64_t groupRows = M / plan->groupsM, WN = N / plan->groupsN, NI = WN / 8;
   int64_t tilesM = groupRows / 64, pieces = WN / plan->instrN;
   auto layoutOf = [&](const tile::BufferPtr &b) { return shared_.at(b->id).layout; };
@@ -320,7 +378,7 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
   };
 
   std::vector<thir::WgmmaInstr> instrs;
-  for (int64_t kk = 0; kk < K / 16; ++kk)
+  for (int64_t kk = 0; kk < K / kStep; ++kk)
     for (int64_t mi = 0; mi < tilesM; ++mi) {
       thir::Expr aOp;
       if (aRegs) {
@@ -331,12 +389,12 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
         };
         aOp = thir::makeVector({pack(t0), pack(t0 + 2), pack(t0 + 4), pack(t0 + 6)});
       } else {
-        aOp = offsetDesc(aBase,
-                         descriptor(sa, !g.transA, 64 * mi, 16 * kk, 64).startByte - a0.startByte);
+        aOp = offsetDesc(aBase, descriptor(sa, !g.transA, 64 * mi, kStep * kk, 64).startByte -
+                                    a0.startByte);
       }
       for (int64_t p = 0; p < pieces; ++p) {
         thir::Expr bOp = offsetDesc(
-            bBase, descriptor(sb, g.transB, p * plan->instrN, 16 * kk, plan->instrN).startByte -
+            bBase, descriptor(sb, g.transB, p * plan->instrN, kStep * kk, plan->instrN).startByte -
                        b0.startByte);
         instrs.push_back({aOp, bOp, static_cast<int>((mi * NI + p * plan->instrN / 8) * 4)});
       }
@@ -348,9 +406,9 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
   int d = nextVar_++;
   out.push_back({thir::DeclVar{d, accType,
                                thir::wgmma(thir::makeVector(acc), std::move(instrs),
-                                           static_cast<int>(plan->instrN), B->dtype, aRegs,
+                                           static_cast<int>(plan->instrN), A->dtype, aRegs,
                                            /*aMnMajor=*/g.transA,
-                                           /*bMnMajor=*/!g.transB, wgmmaPending_)}});
+                                           /*bMnMajor=*/!g.transB, wgmmaPending_, B->dtype)}});
   for (int64_t slot = 0; slot < lc.slots(); ++slot)
     out.push_back(
         {thir::AssignVar{slotVars_.at(C->id).at(slot),

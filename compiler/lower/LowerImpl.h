@@ -15,6 +15,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <vector>
 
 namespace tilec::lower::detail {
@@ -263,6 +264,12 @@ private:
   /// Whether all of global region `glob` is in bounds and its rows start `vector`-element
   /// aligned (null when an extent cannot be lowered).
   thir::Expr tileInBoundsAndAligned(const tile::Region &glob, int vector);
+  // ---- LowerFloat8.cpp ---------------------------------------------------------------------
+  /// On targets without float8 conversions: reports (at `s`) the first conversion to or from
+  /// float8 in `out` from statement `from` on, which codegen could not emit.
+  void checkFloat8Conversions(const tile::Stmt &s, const thir::Body &out, size_t from);
+  std::unordered_set<const thir::Node *> float8Seen_; // searched already
+
   // ---- LowerPrint.cpp ----------------------------------------------------------------------
   void lowerPrint(const tile::Stmt &s, const tile::Print &p, thir::Body &out,
                   const LaneContext &lc);
@@ -280,6 +287,9 @@ private:
   void forgetSharedState();
   void lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
   void lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
+  /// float8 gemm runs on wgmma only (both operands K-major in shared memory, float32
+  /// accumulators); reports the first thing it cannot take and returns false.
+  bool checkFloat8Gemm(const tile::Stmt &s, const tile::Gemm &g);
 
   // ---- LowerPipeline.cpp: software pipelining of Pipelined loops ---------------------------
   void lowerPipelined(const tile::Stmt &s, const tile::For &f, thir::Body &out);

@@ -379,9 +379,12 @@ void Sema::analyzeGemm(const std::string &name, const ast::Expr &e, const ast::C
                                   shapeText(regs[2]->shape())));
     return;
   }
-  if (regs[0]->buffer->dtype != regs[1]->buffer->dtype) {
+  // float8 tensor cores take e4m3 and e5m2 operands in any combination.
+  DType da = regs[0]->buffer->dtype, db = regs[1]->buffer->dtype;
+  if (da != db && !(isFloat8(da) && isFloat8(db))) {
     diags_.error(loc,
-                 fmt::format("gemm operands A ({}) and B ({}) must have the same dtype",
+                 fmt::format("gemm operands A ({}) and B ({}) must have the same dtype (float8 "
+                             "e4m3 and e5m2 may mix)",
                              dtypeName(regs[0]->buffer->dtype), dtypeName(regs[1]->buffer->dtype)));
     return;
   }

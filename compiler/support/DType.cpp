@@ -1,6 +1,8 @@
 #include "support/DType.h"
 
 #include <array>
+#include <cmath>
+#include <limits>
 #include <utility>
 
 namespace tilec {
@@ -61,6 +63,43 @@ bool isFloat(DType t) {
 bool isInteger(DType t) { return !isFloat(t) && t != DType::Bool; }
 bool isSigned(DType t) {
   return t == DType::Int8 || t == DType::Int16 || t == DType::Int32 || t == DType::Int64;
+}
+
+double float8Value(uint8_t bits, DType t) {
+  bool e4m3 = t == DType::Float8E4M3;
+  int mantBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  int exp = (bits & 0x7F) >> mantBits, mant = bits & ((1 << mantBits) - 1);
+  double sign = (bits & 0x80) ? -1.0 : 1.0;
+  if (e4m3 && (bits & 0x7F) == 0x7F)
+    return std::numeric_limits<double>::quiet_NaN();
+  if (!e4m3 && exp == 31)
+    return mant == 0 ? sign * std::numeric_limits<double>::infinity()
+                     : std::numeric_limits<double>::quiet_NaN();
+  if (exp == 0) // subnormal
+    return sign * std::ldexp(mant, 1 - bias - mantBits);
+  return sign * std::ldexp((1 << mantBits) + mant, exp - bias - mantBits);
+}
+
+uint8_t float8Bits(double v, DType t) {
+  bool e4m3 = t == DType::Float8E4M3;
+  if (std::isnan(v))
+    return 0x7F;
+  uint8_t sign = std::signbit(v) ? 0x80 : 0;
+  double mag = std::fabs(v);
+  // The finite non-negative encodings are 0 .. maxFinite in increasing order of value: the
+  // nearest of two neighbours, ties to the even encoding.
+  uint8_t maxFinite = e4m3 ? 0x7E : 0x7B;
+  if (mag >= float8Value(maxFinite, t))
+    return sign | maxFinite;
+  uint8_t lo = 0;
+  while (float8Value(static_cast<uint8_t>(lo + 1), t) <= mag)
+    ++lo;
+  double below = float8Value(lo, t), above = float8Value(static_cast<uint8_t>(lo + 1), t);
+  uint8_t pick = mag - below < above - mag   ? lo
+                 : mag - below > above - mag ? static_cast<uint8_t>(lo + 1)
+                 : (lo % 2 == 0)             ? lo
+                                             : static_cast<uint8_t>(lo + 1);
+  return sign | pick;
 }
 
 } // namespace tilec

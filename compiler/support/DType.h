@@ -1,6 +1,7 @@
 // Element types of the language, shared by every stage.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -33,5 +34,13 @@ inline int dtypeBytes(DType t) { return (dtypeBits(t) + 7) / 8; }
 bool isFloat(DType t);
 bool isInteger(DType t); // Bool excluded
 bool isSigned(DType t);
+inline bool isFloat8(DType t) { return t == DType::Float8E4M3 || t == DType::Float8E5M2; }
+
+/// The value of the float8 (`float8_e4m3` or `float8_e5m2`) encoding `bits`. e4m3 has no
+/// infinities and one NaN per sign (S.1111.111); e5m2 follows IEEE (S.11111.00 is infinity).
+double float8Value(uint8_t bits, DType t);
+/// `v` rounded to the float8 type `t` as PTX's `cvt.rn.satfinite` does: to nearest, ties to
+/// even, magnitudes beyond the largest finite value (and infinities) to that value, NaN to NaN.
+uint8_t float8Bits(double v, DType t);
 
 } // namespace tilec

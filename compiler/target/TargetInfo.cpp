@@ -19,6 +19,9 @@ TargetInfo make(std::string arch, int sm, bool archSpecific) {
   t.hasWgmma = sm == 90 && archSpecific;
   t.hasSetmaxnreg = sm == 90 && archSpecific;
   t.hasFp8Mma = sm >= 89;
+  // cvt.rn.satfinite.{e4m3x2,e5m2x2}.{f32,f16x2} and cvt.rn.f16x2.{e4m3x2,e5m2x2}: PTX ISA 7.8,
+  // sm_89.
+  t.hasFp8Convert = sm >= 89;
   switch (sm) {
   case 80:
     t.sharedPerBlockOptin = 163 * 1024;

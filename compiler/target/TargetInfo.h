@@ -47,6 +47,7 @@ struct TargetInfo {
   bool hasTma = false;             // cp.async.bulk.tensor and mbarrier tx counts (sm_90+)
   bool hasSetmaxnreg = false;      // setmaxnreg (sm_90a)
   bool hasFp8Mma = false;          // tensor-core fp8 (e4m3/e5m2) inputs (sm_89+)
+  bool hasFp8Convert = false;      // cvt between fp8 pairs and f16x2 / f32 pairs (sm_89+)
   bool hasAsyncProxyFence = false; // fence.proxy.async: generic writes seen by wgmma/TMA (sm_90+)
 
   // ---- Limits ---------------------------------------------------------------------------------

@@ -148,7 +148,8 @@ private:
     return fmt::format("smem_address({})", expr(a.byteOffset, k));
   }
   std::string exprOp(const Wgmma &w, const Node &, const Kernel &k) {
-    std::string s = fmt::format("wgmma.m64n{}k16.{}{}{}{}({}", w.n, dtypeName(w.inputType),
+    std::string s = fmt::format("wgmma.m64n{}k{}.{}{}{}{}{}({}", w.n, w.k(), dtypeName(w.inputType),
+                                w.bInputType ? "." + std::string(dtypeName(*w.bInputType)) : "",
                                 w.aInRegisters ? ".rs" : "", w.aMnMajor ? ".a_mn_major" : "",
                                 w.bMnMajor ? ".b_mn_major" : "", expr(w.acc, k));
     for (const WgmmaInstr &i : w.instrs)
@@ -336,13 +337,22 @@ Expr sharedAddress(Expr byteOffset) {
   return make({DType::Int32, 1}, SharedAddress{std::move(byteOffset)});
 }
 
+bool wgmmaTypes(DType a, DType b) {
+  if (isFloat8(a) || isFloat8(b))
+    return isFloat8(a) && isFloat8(b);
+  return a == b && (a == DType::Float16 || a == DType::BFloat16);
+}
+
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
-           bool aMnMajor, bool bMnMajor, int pending) {
+           bool aMnMajor, bool bMnMajor, int pending, std::optional<DType> bInputType) {
   requireExpr(acc, "wgmma");
   if (pending < 0 || pending > 7)
     misuse("wgmma pending group count");
+  if (bInputType == inputType)
+    bInputType.reset(); // one spelling of each instruction
   if (acc->type.elem != DType::Float32 || n < 8 || n > 256 || n % 8 != 0 || instrs.empty() ||
-      (inputType != DType::Float16 && inputType != DType::BFloat16) || (aInRegisters && aMnMajor))
+      !wgmmaTypes(inputType, bInputType.value_or(inputType)) || (aInRegisters && aMnMajor) ||
+      (isFloat8(inputType) && (aMnMajor || bMnMajor)))
     misuse("wgmma shape or types");
   for (const WgmmaInstr &i : instrs) {
     requireExpr(i.a, "wgmma");
@@ -354,7 +364,7 @@ Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, boo
   }
   Type t = acc->type;
   return make(t, Wgmma{std::move(acc), std::move(instrs), n, inputType, aInRegisters, aMnMajor,
-                       bMnMajor, pending});
+                       bMnMajor, pending, bInputType});
 }
 
 Expr bitcast(Expr a, Type t) {

@@ -162,7 +162,7 @@ struct WgmmaInstr {
   Expr a, bDesc;
   int accFirst = 0;
 };
-/// `wgmma.fence; wgmma.mma_async.m64n{n}k16 x instrs; wgmma.commit_group; wgmma.wait_group 0`
+/// `wgmma.fence; wgmma.mma_async.m64n{n}k{k} x instrs; wgmma.commit_group; wgmma.wait_group 0`
 /// of one warpgroup, as one unit: the accumulators (`acc`, Float32 x lanes) are read and written
 /// only by it, so no code can touch them while the instructions are in flight. D = A*B + D for
 /// every instruction (accumulators are cleared by ordinary code). Node::type = acc's type.
@@ -179,6 +179,11 @@ struct Wgmma {
   /// may still be writing the accumulators when the result is produced: nothing may read it
   /// before a WgmmaWait that covers them.
   int pending = 0;
+  // B's type where it differs from A's (`inputType`): float8 wgmma may mix e4m3 and e5m2.
+  std::optional<DType> bInputType;
+  DType bType() const { return bInputType.value_or(inputType); }
+  /// The k of one instruction: 32 for float8 inputs (which are K-major only), 16 for 16-bit.
+  int k() const { return dtypeBits(inputType) == 8 ? 32 : 16; }
 };
 
 struct Node {
@@ -380,7 +385,11 @@ Expr mmaSync(Expr a, Expr b, Expr c, DType inputType);
 Expr bitcast(Expr a, Type t);
 Expr sharedAddress(Expr byteOffset);
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
-           bool aMnMajor, bool bMnMajor, int pending = 0);
+           bool aMnMajor, bool bMnMajor, int pending = 0,
+           std::optional<DType> bInputType = std::nullopt);
+/// Whether wgmma takes A of type `a` and B of type `b`: both float16, both bfloat16, or both
+/// float8 (e4m3 and e5m2 in any combination).
+bool wgmmaTypes(DType a, DType b);
 
 /// Calls `f(const Expr &)` for each operand of `n`, in field order.
 template <class F> void forEachOperand(const Node &n, F &&f) {

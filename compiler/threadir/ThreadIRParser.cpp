@@ -864,10 +864,13 @@ private:
   template <class BadForm>
   Expr wgmma(SourceLoc loc, const std::vector<std::string_view> &parts, BadForm &badForm) {
     constexpr std::string_view kForm =
-        "wgmma.m64nNk16.DTYPE with .rs, .a_mn_major, .b_mn_major, .pendingN";
+        "wgmma.m64nNk16.DTYPE or wgmma.m64nNk32.FLOAT8[.FLOAT8] with .rs, .a_mn_major, "
+        ".b_mn_major, .pendingN";
     std::string_view shape = parts.size() >= 3 ? parts[1] : "";
     auto input = parts.size() >= 3 ? parseDType(parts[2]) : std::nullopt;
-    if (!input || !shape.starts_with("m64n") || !shape.ends_with("k16") || shape.size() <= 7)
+    // k follows from the input type: 32 for float8, 16 otherwise.
+    std::string_view k = input && dtypeBits(*input) == 8 ? "k32" : "k16";
+    if (!input || !shape.starts_with("m64n") || !shape.ends_with(k) || shape.size() <= 7)
       return badForm(kForm);
     auto n = unsignedValue(shape.substr(4, shape.size() - 7));
     if (!n || *n > 256)
@@ -875,9 +878,17 @@ private:
     Wgmma w;
     w.n = static_cast<int>(*n);
     w.inputType = *input;
+    size_t flagsFrom = 3;
+    // B's type, written only where it differs from A's (float8 e4m3 x e5m2).
+    if (auto b = parts.size() >= 4 ? parseDType(parts[3]) : std::nullopt) {
+      if (*b == *input)
+        return badForm(kForm);
+      w.bInputType = *b;
+      flagsFrom = 4;
+    }
     std::map<std::string_view, bool *> flags = {
         {"rs", &w.aInRegisters}, {"a_mn_major", &w.aMnMajor}, {"b_mn_major", &w.bMnMajor}};
-    for (size_t i = 3; i < parts.size(); ++i) {
+    for (size_t i = flagsFrom; i < parts.size(); ++i) {
       if (parts[i].starts_with("pending") && !w.pending) {
         auto n = unsignedValue(parts[i].substr(7));
         if (!n || *n < 1 || *n > INT_MAX)

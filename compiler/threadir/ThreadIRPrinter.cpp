@@ -208,10 +208,12 @@ private:
     return fmt::format("smem_address({})", expr(a.byteOffset));
   }
   std::string exprOp(const Wgmma &w, const Node &) {
-    std::string s = fmt::format("wgmma.m64n{}k16.{}{}{}{}{}({}", w.n, dtypeName(w.inputType),
-                                w.aInRegisters ? ".rs" : "", w.aMnMajor ? ".a_mn_major" : "",
-                                w.bMnMajor ? ".b_mn_major" : "",
-                                w.pending ? fmt::format(".pending{}", w.pending) : "", expr(w.acc));
+    std::string s =
+        fmt::format("wgmma.m64n{}k{}.{}{}{}{}{}{}({}", w.n, w.k(), dtypeName(w.inputType),
+                    w.bInputType ? "." + std::string(dtypeName(*w.bInputType)) : "",
+                    w.aInRegisters ? ".rs" : "", w.aMnMajor ? ".a_mn_major" : "",
+                    w.bMnMajor ? ".b_mn_major" : "",
+                    w.pending ? fmt::format(".pending{}", w.pending) : "", expr(w.acc));
     for (const WgmmaInstr &i : w.instrs)
       s += fmt::format(", [acc {}: {}, {}]", i.accFirst, expr(i.a), expr(i.bDesc));
     return s + ")";

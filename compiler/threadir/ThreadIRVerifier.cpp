@@ -18,7 +18,6 @@ namespace {
 bool isComparison(BinOp op) { return op >= BinOp::Eq && op <= BinOp::Ge; }
 bool isMathOp(UnOp op) { return op >= UnOp::Exp; }
 bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
-bool isFloat8(DType t) { return t == DType::Float8E4M3 || t == DType::Float8E5M2; }
 
 const Type kInt32{DType::Int32, 1};
 const Type kInt64{DType::Int64, 1};
@@ -520,8 +519,12 @@ private:
       error(&n, fmt::format("wgmma accumulator of type {} (float32)", ts(w.acc->type)));
     if (w.n < 8 || w.n > 256 || w.n % 8 != 0)
       error(&n, fmt::format("wgmma n = {} (a multiple of 8 in 8..256)", w.n));
-    if (w.inputType != DType::Float16 && w.inputType != DType::BFloat16)
-      error(&n, fmt::format("wgmma on {} (float16 or bfloat16)", dtypeName(w.inputType)));
+    if (!wgmmaTypes(w.inputType, w.bType()))
+      error(&n, fmt::format("wgmma on {} x {} (float16 or bfloat16, or float8 e4m3/e5m2 in any "
+                            "combination)",
+                            dtypeName(w.inputType), dtypeName(w.bType())));
+    if (isFloat8(w.inputType) && (w.aMnMajor || w.bMnMajor))
+      error(&n, "float8 wgmma with an MN-major operand (float8 operands are K-major only)");
     if (w.aInRegisters && w.aMnMajor)
       error(&n, "wgmma with A in registers cannot be MN-major");
     if (w.pending < 0 || w.pending > 7)

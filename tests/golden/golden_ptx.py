@@ -9,6 +9,7 @@ again. Refactorings must leave every golden unchanged; a commit that changes cod
 purpose re-records them with --update and says why.
 
     golden_ptx.py --tilec build/bin/tilec            # check
+    golden_ptx.py --tilec build/bin/tilec --add      # check, and record programs without a golden
     golden_ptx.py --tilec build/bin/tilec --update   # re-record
 """
 import argparse
@@ -56,6 +57,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tilec", required=True)
     ap.add_argument("--update", action="store_true")
+    ap.add_argument("--add", action="store_true",
+                    help="record goldens for the programs that have none (new programs) and "
+                    "check the others; never re-records an existing golden")
     args = ap.parse_args()
     manifest_path = os.path.join(GOLDEN, "manifest.json")
     manifest = {}
@@ -63,15 +67,23 @@ def main():
         with open(manifest_path) as f:
             manifest = json.load(f)
     new_manifest = {}
-    failures, checked = [], 0
+    failures, checked, added = [], 0, []
     for label, path in programs():
         with open(path, "rb") as f:
             digest = hashlib.sha256(f.read()).hexdigest()
         stem = os.path.splitext(os.path.basename(path))[0]
         key = manifest.get(digest) if not args.update else new_manifest.get(digest, stem)
+        record = args.update
+        if key is None and args.add:
+            if stem in manifest.values() or stem in new_manifest.values():
+                failures.append(f"{label}/{stem}.tile: changed since its golden was recorded; "
+                                "--add records only new programs (re-record with --update)")
+                continue
+            key, record = stem, True
+            added.append(f"{label}/{stem}.tile")
         if key is None:
             failures.append(f"{label}/{stem}.tile: no golden for this source (sha256 {digest[:12]});"
-                            " record one with --update")
+                            " record one with --add")
             continue
         new_manifest[digest] = key
         variants = [("", [])] + [("." + "_".join(d for d in v if d != "-D").replace("=", "_"), v)
@@ -80,7 +92,7 @@ def main():
             suffix, text = compile_one(args.tilec, path, arch, defines)
             golden = os.path.join(GOLDEN, f"{key}{tag}.{arch}.{suffix}")
             checked += 1
-            if args.update:
+            if record:
                 os.makedirs(GOLDEN, exist_ok=True)
                 with open(golden, "w") as f:
                     f.write(text)
@@ -105,6 +117,11 @@ def main():
             f.write("\n")
         print(f"recorded {checked} goldens")
         return 0
+    if added:
+        with open(manifest_path, "w") as f:
+            json.dump(new_manifest, f, indent=1, sort_keys=True)
+            f.write("\n")
+        print("golden: recorded new programs: " + ", ".join(added))
     for msg in failures:
         print("golden: " + msg)
     print(f"golden: {checked} compilations checked, {len(failures)} failures")

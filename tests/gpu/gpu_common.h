@@ -175,6 +175,39 @@ inline float fromBf16(uint16_t h) {
   return f;
 }
 
+/// float8 (e4m3 when `e4m3`, else e5m2) -> float: exact. e4m3 has no infinities and NaN at
+/// S.1111.111; e5m2 follows IEEE (S.11111.00 is infinity).
+inline float fromFp8(uint8_t b, bool e4m3) {
+  int mantBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15;
+  int exp = (b & 0x7F) >> mantBits, mant = b & ((1 << mantBits) - 1);
+  float sign = (b & 0x80) ? -1.f : 1.f;
+  if ((e4m3 && (b & 0x7F) == 0x7F) || (!e4m3 && exp == 31 && mant != 0))
+    return NAN;
+  if (!e4m3 && exp == 31)
+    return sign * INFINITY;
+  if (exp == 0)
+    return sign * std::ldexp(static_cast<float>(mant), 1 - bias - mantBits);
+  return sign * std::ldexp(static_cast<float>((1 << mantBits) + mant), exp - bias - mantBits);
+}
+
+/// double -> float8 as PTX's cvt.rn.satfinite: nearest, ties to the even encoding, beyond the
+/// largest finite value (infinities too) to it, NaN to NaN.
+inline uint8_t toFp8(double v, bool e4m3) {
+  if (std::isnan(v))
+    return 0x7F;
+  uint8_t sign = std::signbit(v) ? 0x80 : 0, maxFinite = e4m3 ? 0x7E : 0x7B;
+  double mag = std::fabs(v);
+  if (mag >= fromFp8(maxFinite, e4m3))
+    return sign | maxFinite;
+  // Finite non-negative encodings increase with their value: find the two neighbours.
+  uint8_t lo = 0;
+  while (fromFp8(static_cast<uint8_t>(lo + 1), e4m3) <= mag)
+    ++lo;
+  double below = fromFp8(lo, e4m3), above = fromFp8(static_cast<uint8_t>(lo + 1), e4m3);
+  bool up = mag - below > above - mag || (mag - below == above - mag && (lo & 1));
+  return sign | static_cast<uint8_t>(lo + up);
+}
+
 /// `n` draws from N(0, sd^2), stored through `convert`.
 template <class T, class Convert>
 std::vector<T> randomNormal(size_t n, std::mt19937 &rng, float sd, Convert convert) {
@@ -192,6 +225,11 @@ inline std::vector<uint16_t> randomHalves(size_t n, std::mt19937 &rng, float sd 
 }
 inline std::vector<uint16_t> randomBf16s(size_t n, std::mt19937 &rng, float sd = 1.f) {
   return randomNormal<uint16_t>(n, rng, sd, toBf16);
+}
+
+/// `n` float8 values rounded from N(0, sd^2) draws.
+inline std::vector<uint8_t> randomFp8(size_t n, std::mt19937 &rng, bool e4m3, float sd = 1.f) {
+  return randomNormal<uint8_t>(n, rng, sd, [&](float x) { return toFp8(x, e4m3); });
 }
 
 inline std::vector<float> halvesToFloats(const std::vector<uint16_t> &v) {

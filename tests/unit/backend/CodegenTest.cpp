@@ -269,15 +269,43 @@ TEST_CASE("casts between every pair of non-float8 types codegen") {
   }
 }
 
-TEST_CASE("float8 is reported as not supported yet") {
-  Module m = elementwise(DType::Float8E4M3, DType::Float32, [](Expr x) {
-    return std::vector<Expr>{cast(x, {DType::Float32, 1})};
+TEST_CASE("float8 converts to and from every type on sm_89+ and is reported on sm_80") {
+  for (DType f8 : {DType::Float8E4M3, DType::Float8E5M2}) {
+    for (DType other : kComputeTypes) {
+      CAPTURE(dtypeName(f8));
+      CAPTURE(dtypeName(other));
+      // Both directions, scalar and odd and even lane counts (cvt converts pairs).
+      Module in = elementwise(f8, other, [&](Expr x) {
+        return std::vector<Expr>{cast(x, {other, 1}), cast(broadcast(x, 3), {other, 3}),
+                                 cast(broadcast(x, 4), {other, 4})};
+      });
+      Module out = elementwise(other, f8, [&](Expr x) {
+        return std::vector<Expr>{cast(x, {f8, 1}), cast(broadcast(x, 3), {f8, 3}),
+                                 cast(broadcast(x, 4), {f8, 4})};
+      });
+      for (const Module *m : {&in, &out}) {
+        Compiled c = compile(*m, forArch("sm_90a"));
+        REQUIRE_MESSAGE(c.error.empty(), c.error);
+        requirePtxasAccepts(c.ptx, "sm_90a");
+        CHECK(contains(compile(*m, forArch("sm_80")).error, "(float8 conversions need sm_89"));
+      }
+    }
+  }
+  // Arithmetic on float8 (in float32) and float8 constants (encoded at compile time).
+  Module arith = elementwise(DType::Float8E4M3, DType::Float8E4M3, [](Expr x) {
+    return std::vector<Expr>{
+        binary(BinOp::Add, x, constFloat(1.5, DType::Float8E4M3)),
+        unary(UnOp::Exp, x),
+    };
   });
-  CHECK(contains(compile(m).error, "not supported yet: cast from float8_e4m3 to float32"));
-  // Moving float8 bytes around without computing is fine.
+  Compiled c = compile(arith, forArch("sm_89"));
+  REQUIRE_MESSAGE(c.error.empty(), c.error);
+  CHECK(contains(c.ptx, "cvt.rn.satfinite.e4m3x2.f32"));
+  CHECK(contains(compile(arith, forArch("sm_80")).error, "(float8 conversions need sm_89"));
+  // Moving float8 bytes around without computing is fine everywhere.
   Module copy = elementwise(DType::Float8E5M2, DType::Float8E5M2,
                             [](Expr x) { return std::vector<Expr>{x}; });
-  CHECK(compile(copy).error.empty());
+  CHECK(compile(copy, forArch("sm_80")).error.empty());
 }
 
 TEST_CASE("integer // and % are floored, pow is exact") {

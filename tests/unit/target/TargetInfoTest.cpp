@@ -51,6 +51,7 @@ TEST_CASE("sm_80: Ampere, mma.sync only") {
   CHECK_FALSE(t.hasTma);
   CHECK_FALSE(t.hasSetmaxnreg);
   CHECK_FALSE(t.hasFp8Mma);
+  CHECK_FALSE(t.hasFp8Convert);
   CHECK_FALSE(t.hasAsyncProxyFence);
   CHECK(t.sharedPerBlockOptin == 166912);
   CHECK(t.maxThreadsPerSM == 2048);
@@ -65,6 +66,8 @@ TEST_CASE("sm_86 and sm_89: 99 KiB of shared memory per block; fp8 mma from sm_8
   CHECK(a.maxThreadsPerSM == 1536);
   CHECK_FALSE(a.hasFp8Mma);
   CHECK(b.hasFp8Mma);
+  CHECK_FALSE(a.hasFp8Convert);
+  CHECK(b.hasFp8Convert);
   CHECK(has(b.mmaSyncShapes, {16, 8, 32, DType::Float8E4M3}));
   CHECK_FALSE(has(a.mmaSyncShapes, {16, 8, 32, DType::Float8E4M3}));
 }
@@ -87,6 +90,7 @@ TEST_CASE("sm_90a: wgmma shapes m64nNk16 (N a multiple of 8 up to 256) and fp8 k
   CHECK(t.hasSetmaxnreg);
   CHECK(t.hasTma);
   CHECK(t.hasFp8Mma);
+  CHECK(t.hasFp8Convert);
   CHECK(t.sharedPerBlockOptin == 232448);
   for (int n = 8; n <= 256; n += 8) {
     CHECK(has(t.wgmmaShapes, {64, n, 16, DType::Float16}));

@@ -76,6 +76,8 @@ Module everything() {
                   DType::Float16, false, true, true);
   Expr wgRs = wgmma(var(3, {DType::Float32, 64}), {{frag, desc, 0}}, 128, DType::BFloat16, true,
                     false, false, 1);
+  Expr wgF8 = wgmma(var(3, {DType::Float32, 64}), {{desc, desc, 0}}, 128, DType::Float8E4M3, false,
+                    false, false, 0, DType::Float8E5M2);
   Expr shared = binary(BinOp::Add, x, x); // x shared: printed once as a let
 
   Body loop = {
@@ -100,6 +102,7 @@ Module everything() {
       stmt(SetMaxNReg{false, 40}),
       stmt(WgmmaWait{0, {0, 5}}),
       stmt(Barrier{1, 128}),
+      stmt(AssignVar{3, wgF8}),
   };
   Body then = {stmt(GlobalAtomic{1, idx, unary(UnOp::Exp, x)}),
                stmt(Printf{"tid %d \"x\"=%f\n\t\x01\xff", {tid, x}})};
@@ -149,6 +152,7 @@ TEST_CASE("a module using every node and statement verifies and round-trips") {
   CHECK(text.find("%flag: bool align 4") != std::string::npos);
   CHECK(text.find("%alpha: float32,") != std::string::npos);
   CHECK(text.find("wgmma.m64n64k16.float16.a_mn_major.b_mn_major(") != std::string::npos);
+  CHECK(text.find("wgmma.m64n128k32.float8_e4m3.float8_e5m2(") != std::string::npos);
   CHECK(text.find("ldmatrix.x4.trans(smem[") != std::string::npos);
   CHECK(text.find("nan(0x7ff8000000000007):float64") != std::string::npos);
   CHECK(text.find("-0.0") != std::string::npos);
@@ -225,6 +229,11 @@ TEST_CASE("syntax errors are located and stop the parse") {
   CHECK(has(errorOf("  var v0: float32x4 = ldmatrix.x3(smem[0:int32])"),
             "ldmatrix of 3 matrices (1, 2 or 4)"));
   CHECK(has(errorOf("  var v0: float32x4 = wgmma.m64n8k16.float16.rs.rs(v1)"), "malformed"));
+  // float8 wgmma is k32, 16-bit types k16; B's type is written only where it differs.
+  CHECK(has(errorOf("  var v0: float32x4 = wgmma.m64n8k16.float8_e4m3(v1)"), "malformed"));
+  CHECK(has(errorOf("  var v0: float32x4 = wgmma.m64n8k32.float16(v1)"), "malformed"));
+  CHECK(has(errorOf("  var v0: float32x4 = wgmma.m64n8k32.float8_e4m3.float8_e4m3(v1)"),
+            "malformed"));
   CHECK(has(errorOf("  frob"), "unknown statement 'frob'"));
   CHECK(has(errorOf("  var v0: int32 = (1:int32 plus 2:int32)"),
             "expected a binary operator or ')'"));
@@ -278,6 +287,17 @@ TEST_CASE("the verifier reports what codegen would treat as a compiler bug") {
       errors("  var v0: float32x4 = mma.m16n8k16.float32(vector<int32x4>(1:int32, 1:int32, "
              "1:int32, 1:int32), vector<int32x2>(1:int32, 1:int32), broadcast<float32x4>(1.0))"),
       "mma on float32 (float16 or bfloat16)"));
+  const char *desc = "cast<int64>(smem_address(0:int32))";
+  CHECK(has(errors(fmt::format("  var v0: float32x4 = wgmma.m64n8k32.float8_e4m3.b_mn_major("
+                               "broadcast<float32x4>(1.0), [acc 0: {}, {}])",
+                               desc, desc),
+                   "", 1024),
+            "float8 wgmma with an MN-major operand"));
+  CHECK(has(errors(fmt::format("  var v0: float32x4 = wgmma.m64n8k16.float16.float8_e4m3("
+                               "broadcast<float32x4>(1.0), [acc 0: {}, {}])",
+                               desc, desc),
+                   "", 1024),
+            "wgmma on float16 x float8_e4m3"));
   Parsed bad = parse("module m\nkernel k() threads=2048 grid=(threadIdx.x, none, none) "
                      "dynamic_smem=0 {\n}\nkernel k() threads=32 grid=(none, none, none) "
                      "dynamic_smem=0 {\n}\n");
