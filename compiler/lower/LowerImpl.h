@@ -54,6 +54,16 @@ struct Access {
 void collectAccesses(const tile::Expr &e, std::vector<Access> &out);
 
 inline thir::Expr i32(int64_t v) { return thir::constInt(v, DType::Int32); }
+/// `for var in range(0, n, 1)` over Int32, with an empty body.
+inline thir::ForStmt countingLoop(int var, thir::Expr n) {
+  thir::ForStmt loop;
+  loop.var = var;
+  loop.varType = Type{DType::Int32};
+  loop.begin = i32(0);
+  loop.end = std::move(n);
+  loop.step = i32(1);
+  return loop;
+}
 inline thir::Expr zeroOf(DType t) {
   return isFloat(t) ? thir::constFloat(0.0, t) : thir::constInt(0, t);
 }

@@ -61,12 +61,7 @@ void KernelLowering::lowerPipelined(const tile::Stmt &s, const tile::For &f, thi
   for (int st = 0; st + 1 < S; ++st)
     issue(i32(st), out);
 
-  thir::ForStmt loop;
-  loop.var = nextVar_++;
-  loop.varType = i32t;
-  loop.begin = i32(0);
-  loop.end = n;
-  loop.step = i32(1);
+  thir::ForStmt loop = countingLoop(nextVar_++, n);
   thir::Expr it = thir::var(loop.var, i32t);
   loop.body.push_back({thir::CpAsyncWait{S - 2}});
   // On sm_90 the copies are also made visible to wgmma (the async proxy) here, once for the

@@ -174,12 +174,7 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   if (split)
     producer.push_back({thir::SetMaxNReg{false, split->first}});
   auto producerLoop = [&](bool useTma, thir::Body &into) {
-    thir::ForStmt loop;
-    loop.var = nextVar_++;
-    loop.varType = i32t;
-    loop.begin = i32(0);
-    loop.end = n;
-    loop.step = i32(1);
+    thir::ForStmt loop = countingLoop(nextVar_++, n);
     thir::Expr it = thir::var(loop.var, i32t);
     RingPosition at = position(it);
     thir::Expr slot = at.slot;
@@ -251,12 +246,7 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
                                                      fragmentLayouts_.at(g->c.buffer->id).warpgroup)
         inFlight = g;
   {
-    thir::ForStmt loop;
-    loop.var = nextVar_++;
-    loop.varType = i32t;
-    loop.begin = i32(0);
-    loop.end = n;
-    loop.step = i32(1);
+    thir::ForStmt loop = countingLoop(nextVar_++, n);
     thir::Expr it = thir::var(loop.var, i32t);
     RingPosition at = position(it);
     onlyIf(at.first, {{thir::MbarrierWait{full(at.slot), at.phase}}}, loop.body);

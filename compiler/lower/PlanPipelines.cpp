@@ -153,9 +153,8 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
     bytes += n;
   }
   constexpr int64_t kSlotBytes = 32 * 1024, kMaxItersPerSlot = 4;
-  plan.itersPerSlot =
-      static_cast<int>(std::clamp<int64_t>(kSlotBytes / std::max<int64_t>(bytes, 1), 1,
-                                           kMaxItersPerSlot));
+  plan.itersPerSlot = static_cast<int>(
+      std::clamp<int64_t>(kSlotBytes / std::max<int64_t>(bytes, 1), 1, kMaxItersPerSlot));
 }
 
 void planLoops(const tile::Kernel &k, const tile::Body &body, const target::TargetInfo &t,

@@ -39,11 +39,10 @@ void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) 
         out += " " + at(*l);
     }
     if (p->warpSpecialized)
-      out += fmt::format(", warp-specialized (TMA producer warpgroup, mbarriers at byte {}){}{}",
-                         p->barrierOffset, p->gemmInFlight ? ", gemm in flight" : "",
-                         p->itersPerSlot > 1
-                             ? fmt::format(", {} iterations per slot", p->itersPerSlot)
-                             : "");
+      out += fmt::format(
+          ", warp-specialized (TMA producer warpgroup, mbarriers at byte {}){}{}", p->barrierOffset,
+          p->gemmInFlight ? ", gemm in flight" : "",
+          p->itersPerSlot > 1 ? fmt::format(", {} iterations per slot", p->itersPerSlot) : "");
     out += "\n";
   }
   for (const auto &[id, sp] : kp.shared)

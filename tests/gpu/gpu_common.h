@@ -308,6 +308,26 @@ int halfRowsTable(const char *kernel, const char *arch, const char *colsName, in
   return failures;
 }
 
+/// Y = silu(X * rsqrt(mean(X^2) + eps) * W) for M rows of `cols` float16 values, in float64.
+inline std::vector<double> rmsnormSiluReference(const std::vector<uint16_t> &x,
+                                                const std::vector<uint16_t> &w, int64_t M,
+                                                int64_t cols, double eps) {
+  std::vector<double> ref(x.size());
+  for (int64_t r = 0; r < M; ++r) {
+    double ms = 0;
+    for (int64_t c = 0; c < cols; ++c) {
+      double v = fromHalf(x[r * cols + c]);
+      ms += v * v;
+    }
+    double inv = 1.0 / std::sqrt(ms / cols + eps);
+    for (int64_t c = 0; c < cols; ++c) {
+      double t = fromHalf(x[r * cols + c]) * inv * fromHalf(w[c]);
+      ref[r * cols + c] = t / (1.0 + std::exp(-t));
+    }
+  }
+  return ref;
+}
+
 /// Appends the time and the arithmetic rate of `flop` operations in `ms` to a result line.
 inline void printTflops(double ms, double flop) {
   std::printf("  %.3f ms  %.1f TFLOP/s", ms, flop / ms / 1e9);

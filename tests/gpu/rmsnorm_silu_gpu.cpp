@@ -28,19 +28,6 @@ int run(const char *arch, RmsFn fn) {
       "rmsnorm_silu", arch, "D", D, 1.f, rng, {int64_t{1}, int64_t{1003}, int64_t{1} << 16},
       [&](CUdeviceptr x, CUdeviceptr y, int64_t M) { return fn(nullptr, x, dw, y, eps, M); },
       [&](const std::vector<uint16_t> &x, int64_t M) {
-        std::vector<double> ref(x.size());
-        for (int64_t r = 0; r < M; ++r) {
-          double ms = 0;
-          for (int64_t c = 0; c < D; ++c) {
-            double v = fromHalf(x[r * D + c]);
-            ms += v * v;
-          }
-          double inv = 1.0 / std::sqrt(ms / D + eps);
-          for (int64_t c = 0; c < D; ++c) {
-            double t = fromHalf(x[r * D + c]) * inv * fromHalf(w[c]);
-            ref[r * D + c] = t / (1.0 + std::exp(-t));
-          }
-        }
-        return ref;
+        return rmsnormSiluReference(x, w, M, D, eps);
       });
 }

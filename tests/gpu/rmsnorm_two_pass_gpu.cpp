@@ -20,20 +20,7 @@ int main() {
       return tile::rmsnorm_two_pass::rmsnorm_two_pass(nullptr, x, dw, y, eps, M, C);
     };
     auto reference = [&](const std::vector<uint16_t> &x, int64_t M) {
-      std::vector<double> ref(x.size());
-      for (int64_t r = 0; r < M; ++r) {
-        double ms = 0;
-        for (int64_t c = 0; c < C; ++c) {
-          double v = fromHalf(x[r * C + c]);
-          ms += v * v;
-        }
-        double inv = 1.0 / std::sqrt(ms / C + eps);
-        for (int64_t c = 0; c < C; ++c) {
-          double t = fromHalf(x[r * C + c]) * inv * fromHalf(w[c]);
-          ref[r * C + c] = t / (1.0 + std::exp(-t));
-        }
-      }
-      return ref;
+      return rmsnormSiluReference(x, w, M, C, eps);
     };
     // The bandwidth rows only for the widths the issue names; the others check correctness.
     if (C == 160 || C == 320 || C == 640)
