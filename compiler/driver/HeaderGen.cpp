@@ -617,8 +617,9 @@ std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderO
     body += "    }}},\n";
   }
   body += "}};\n\n";
-  bool maps = std::any_of(m.kernels.begin(), m.kernels.end(), [](const thir::Kernel &k) {
-    return std::any_of(k.params.begin(), k.params.end(),
+  // From the merged entries: an image without tensor maps (sm_80) may come first.
+  bool maps = std::any_of(entries.begin(), entries.end(), [](const KernelEntry &e) {
+    return std::any_of(e.kernel->params.begin(), e.kernel->params.end(),
                        [](const thir::Param &p) { return p.kind == thir::ParamKind::TensorMap; });
   });
   if (maps)
