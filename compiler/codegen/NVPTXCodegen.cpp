@@ -162,11 +162,11 @@ public:
     fn_->addFnAttr(llvm::Attribute::NoUnwind);
     if (k_.threads < 1 || k_.threads > opts_.target.maxThreadsPerBlock)
       bug(fmt::format("block size {} outside 1..{}", k_.threads, opts_.target.maxThreadsPerBlock));
-    if (usesSetMaxNReg(k_.body)) {
-      // setmaxnreg needs a known register count at entry (ptxas C7508): launch bounds of one
-      // block per SM (ptxas refuses .reqntid beside .maxntid).
+    if (usesSetMaxNReg(k_.body) || k_.minBlocksPerSM > 0) {
+      // setmaxnreg needs a known register count at entry (ptxas C7508): launch bounds that fix
+      // the blocks per SM (ptxas refuses .reqntid beside .maxntid).
       fn_->addFnAttr("nvvm.maxntid", fmt::format("{}", k_.threads));
-      fn_->addFnAttr("nvvm.minctasm", "1");
+      fn_->addFnAttr("nvvm.minctasm", fmt::format("{}", std::max(k_.minBlocksPerSM, 1)));
     } else {
       fn_->addFnAttr("nvvm.reqntid", fmt::format("{},1,1", k_.threads));
     }

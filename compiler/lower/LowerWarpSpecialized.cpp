@@ -35,18 +35,39 @@ thir::Expr rem(thir::Expr a, int64_t b) { return sub(a, mul(quot(a, b), b)); }
 thir::Expr lt(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Lt, a, b); }
 thir::Expr eq(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Eq, a, b); }
 
-/// Registers per thread for the producer and the consumers when the block has more threads
-/// than can each hold 255 registers (none otherwise): the producer keeps 40, the consumers take
-/// what the register file has left (64512 = 504 * 128 registers can be handed around; more
-/// deadlocks setmaxnreg.inc, TileLang's annotate_warp_group_reg_alloc).
-std::optional<std::pair<int, int>> registerSplit(int consumers, const target::TargetInfo &t) {
+/// Registers per thread for the producer and the consumers when `blocks` blocks of the kernel
+/// on one SM could not each give every thread 255 registers (none otherwise). A thread holds
+/// what the launch bounds leave it at entry (the register file shared by the blocks' threads, in
+/// multiples of 8: 168 for 384 threads and one block); the producer keeps 40 and the consumers
+/// take what it gave up, so the block never asks for more than it holds (more deadlocks
+/// setmaxnreg.inc, TileLang's annotate_warp_group_reg_alloc).
+std::optional<std::pair<int, int>> registerSplit(int consumers, int blocks,
+                                                 const target::TargetInfo &t) {
   int total = consumers + kProducerThreads;
-  if (static_cast<int64_t>(total) * t.registersPerThread <= t.registersPerSM)
+  if (static_cast<int64_t>(total) * blocks * t.registersPerThread <= t.registersPerSM)
     return std::nullopt;
-  const int pool = 64512, producer = 40;
+  const int atEntry = std::min(t.registersPerThread, t.registersPerSM / (blocks * total)) / 8 * 8;
+  const int pool = total * atEntry, producer = 40;
   int consumer = (pool - kProducerThreads * producer) / consumers / 8 * 8;
   consumer = std::min(consumer, 256);
   return std::make_pair(producer, consumer);
+}
+
+/// Two blocks per SM when two fit in shared memory and, with the registers split between them,
+/// the consumers keep their fragments and 64 more registers (the epilogue of one block then
+/// runs beside the other's main loop); otherwise one.
+int blocksPerSM(int consumers, int64_t sharedBytes, int64_t fragmentRegisters,
+                const target::TargetInfo &t) {
+  const int blocks = 2;
+  const int64_t reservedPerBlock = 1024; // the driver's shared memory of each block (sm_80+)
+  if (blocks * (sharedBytes + reservedPerBlock) > t.sharedPerSM ||
+      blocks * (consumers + kProducerThreads) > t.maxThreadsPerSM)
+    return 1;
+  auto split = registerSplit(consumers, blocks, t);
+  int consumer = split ? split->second
+                       : std::min(t.registersPerThread,
+                                  t.registersPerSM / (blocks * (consumers + kProducerThreads)));
+  return fragmentRegisters + 64 <= consumer ? blocks : 1;
 }
 
 } // namespace
@@ -143,7 +164,6 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   int nVar = nextVar_++;
   out.push_back({thir::DeclVar{nVar, i32t, thir::cast(extent, i32t)}});
   thir::Expr n = thir::var(nVar, i32t);
-  auto split = registerSplit(C, opts_.target);
   // Where iteration `it` stands in the rings: its slot, the slot's phase parity, its version of
   // the buffers, and (G > 1) whether it is the first or the last iteration of its slot.
   struct RingPosition {
@@ -171,8 +191,6 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   thir::IfStmt roles{thir::binary(thir::BinOp::Ge, tid, i32(C)), {}, {}};
   // ---- Producer ----------------------------------------------------------------------------
   thir::Body &producer = roles.then;
-  if (split)
-    producer.push_back({thir::SetMaxNReg{false, split->first}});
   auto producerLoop = [&](bool useTma, thir::Body &into) {
     thir::ForStmt loop = countingLoop(nextVar_++, n);
     thir::Expr it = thir::var(loop.var, i32t);
@@ -236,8 +254,6 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
 
   // ---- Consumers ---------------------------------------------------------------------------
   thir::Body &consumer = roles.otherwise;
-  if (split)
-    consumer.push_back({thir::SetMaxNReg{true, split->second}});
   barrierThreads_ = C;
   const tile::Gemm *inFlight = nullptr;
   if (plan.gemmInFlight)
@@ -298,6 +314,17 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     lowerStmt(k_.body[i], consumer, {});
   }
   barrierThreads_ = 0;
+  // Occupancy is known once the whole kernel is lowered: its shared memory and fragments.
+  int64_t fragmentRegisters = 0;
+  for (const auto &[id, vars] : slotVars_)
+    fragmentRegisters += static_cast<int64_t>(vars.size());
+  const int blocks = blocksPerSM(C, out_.dynamicSharedBytes, fragmentRegisters, opts_.target);
+  if (blocks > 1)
+    out_.minBlocksPerSM = blocks;
+  if (auto split = registerSplit(C, blocks, opts_.target)) {
+    producer.insert(producer.begin(), {thir::SetMaxNReg{false, split->first}});
+    consumer.insert(consumer.begin(), {thir::SetMaxNReg{true, split->second}});
+  }
   out.push_back({std::move(roles)});
 }
 

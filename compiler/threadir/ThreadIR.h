@@ -357,6 +357,9 @@ struct Kernel {
   std::array<Expr, 3> grid;
   /// Dynamic shared memory per block, bytes; above 48 KB the header raises the function's limit.
   int dynamicSharedBytes = 0;
+  /// Blocks that must fit on one SM together (launch bounds `.minnctapersm`); 0 leaves it to
+  /// ptxas. With setmaxnreg it fixes the registers a thread holds at entry.
+  int minBlocksPerSM = 0;
 };
 
 struct Module {

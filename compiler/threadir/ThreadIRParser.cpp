@@ -200,6 +200,8 @@ private:
     }
     expectPunct(")");
     k.dynamicSharedBytes = intField("dynamic_smem");
+    if (cur_.isIdent("blocks_per_sm"))
+      k.minBlocksPerSM = intField("blocks_per_sm");
     expectPunct("{");
     k.body = body();
     expectPunct("}");

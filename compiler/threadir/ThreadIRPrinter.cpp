@@ -42,8 +42,10 @@ private:
       lets_.clear();
       grid += fmt::format("{}{}", i ? ", " : "", k.grid[i] ? expr(k.grid[i]) : "none");
     }
-    out_ += fmt::format("kernel {}({}) threads={} grid=({}) dynamic_smem={} {{\n",
-                        text::name(k.name), params, k.threads, grid, k.dynamicSharedBytes);
+    out_ += fmt::format("kernel {}({}) threads={} grid=({}) dynamic_smem={}{} {{\n",
+                        text::name(k.name), params, k.threads, grid, k.dynamicSharedBytes,
+                        k.minBlocksPerSM ? fmt::format(" blocks_per_sm={}", k.minBlocksPerSM)
+                                         : std::string());
     body(k.body, 1);
     out_ += "}\n";
   }

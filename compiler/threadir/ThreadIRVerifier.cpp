@@ -120,6 +120,10 @@ private:
     }
     if (k.threads < 1 || k.threads > 1024)
       error(&k, fmt::format("block size {} outside 1..1024", k.threads));
+    if (k.minBlocksPerSM < 0 || k.minBlocksPerSM > 32 ||
+        static_cast<int64_t>(k.minBlocksPerSM) * k.threads > 2048)
+      error(&k, fmt::format("{} blocks of {} threads per SM (at most 2048 threads, 32 blocks)",
+                            k.minBlocksPerSM, k.threads));
     if (k.dynamicSharedBytes < 0)
       error(&k, fmt::format("negative dynamic shared memory size {}", k.dynamicSharedBytes));
     for (const Expr &g : k.grid)
