@@ -25,13 +25,18 @@ cuda=${CUDA_HOME:-/usr/local/cuda}
 cases=$root/tests/bench/gemm-cases.txt
 conformance=${CONFORMANCE:-$root/../shared/conformance}
 
-# Compiles one case line (case|try NAME KIND SET SOURCE [D=V...]); returns non-zero on failure,
+# Compiles one case line (case|try NAME KIND SET SOURCE [D=V|--flag...]); returns non-zero on failure,
 # with the reason in .bench/failed/NAME.txt.
 build_case() {
   local tilec=$1 name=$2 kind=$3 src=$4
   shift 4
   local defines=() d
-  for d in "$@"; do defines+=(-D "$d"); done
+  for d in "$@"; do
+    case $d in
+    --*) defines+=("$d") ;; # a tilec flag, e.g. --fast-math
+    *) defines+=(-D "$d") ;;
+    esac
+  done
   case $src in
   conformance/*) src=$conformance/${src#conformance/} ;;
   *) src=$root/$src ;;

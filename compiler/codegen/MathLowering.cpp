@@ -110,7 +110,11 @@ Value *erf(llvm::IRBuilder<> &b, Value *x) {
   return b.CreateSelect(b.CreateFCmpOLT(ax, f32(b, 1.0)), small, big);
 }
 
-Value *sigmoid(llvm::IRBuilder<> &b, Value *x) {
+Value *sigmoid(llvm::IRBuilder<> &b, Value *x, bool fast) {
+  // One MUFU.TANH and two multiply-adds: 1/(1+e^-x) = 0.5 + 0.5 tanh(x/2).
+  if (fast)
+    return b.CreateFAdd(f32(b, 0.5),
+                        b.CreateFMul(f32(b, 0.5), tanh(b, b.CreateFMul(x, f32(b, 0.5)), true)));
   return divFull(b, f32(b, 1.0), b.CreateFAdd(f32(b, 1.0), exp(b, b.CreateFNeg(x))));
 }
 

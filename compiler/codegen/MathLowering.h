@@ -16,7 +16,8 @@ llvm::Value *rsqrt(llvm::IRBuilder<> &b, llvm::Value *x);
 /// Accurate to ~1e-6 relative; `fast` uses tanh.approx.f32 (~2^-11 relative) instead.
 llvm::Value *tanh(llvm::IRBuilder<> &b, llvm::Value *x, bool fast);
 llvm::Value *erf(llvm::IRBuilder<> &b, llvm::Value *x);
-llvm::Value *sigmoid(llvm::IRBuilder<> &b, llvm::Value *x);
+/// 1 / (1 + e^-x); `fast` uses tanh.approx.f32 (~2^-11 relative).
+llvm::Value *sigmoid(llvm::IRBuilder<> &b, llvm::Value *x, bool fast);
 /// Works for float and double (and vectors of them).
 llvm::Value *floor(llvm::IRBuilder<> &b, llvm::Value *x);
 /// a ** b through exp2/log2; the limits are documented in NVPTXCodegen.h.

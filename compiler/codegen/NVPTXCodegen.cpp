@@ -986,7 +986,7 @@ Value *KernelEmitter::unary(thir::UnOp op, Value *a, thir::Type t) {
       case UnOp::Erf:
         return math::erf(b_, s);
       case UnOp::Sigmoid:
-        return math::sigmoid(b_, s);
+        return math::sigmoid(b_, s, opts_.fastMath);
       default:
         bug("unexpected unary op");
       }

@@ -44,7 +44,8 @@ struct TargetOptions {
   /// The GPU to generate code for (its arch name, PTX ISA version, shared-memory alignment).
   target::TargetInfo target = target::defaultTarget();
   /// Use the hardware approximations where they are much less accurate than the defaults:
-  /// tanh -> tanh.approx.f32 (rel. error ~2^-11). The default tanh is accurate to ~1e-6.
+  /// tanh and sigmoid by tanh.approx.f32 (rel. error ~2^-11); the defaults are accurate to
+  /// ~1e-6 (`tilec compile --fast-math`).
   bool fastMath = false;
   /// float32 `/` as IEEE division (div.rn.f32, with its slow path) instead of div.full.f32
   /// (at most 2 ulp, full range): `tilec compile --precise-div`.

@@ -23,6 +23,8 @@ struct DriverOptions {
   bool layoutDetailFull = false;
   /// float32 division as IEEE div.rn instead of div.full (<= 2 ulp).
   bool preciseDiv = false;
+  /// tanh and sigmoid by tanh.approx.f32 (relative error about 2^-11) instead of ~1e-6.
+  bool fastMath = false;
   /// What the header embeds: "cubin" (machine code for --arch only) or "ptx" (compiled by the
   /// driver at load, so it also runs on newer GPUs, e.g. an sm_80 build on an H200).
   std::string embed = "cubin";

@@ -25,6 +25,7 @@ codegen::TargetOptions Compilation::codegenOptions() const {
   codegen::TargetOptions to;
   to.target = target;
   to.preciseDiv = opts.preciseDiv;
+  to.fastMath = opts.fastMath;
   return to;
 }
 

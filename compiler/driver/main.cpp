@@ -120,6 +120,8 @@ int main(int argc, char **argv) {
   compile->add_option("--MF", opts.depfile, "-MF FILE: the depfile's name (implies -MD)");
   compile->add_flag("--precise-div", opts.preciseDiv,
                     "float32 '/' as IEEE division (default: div.full.f32, at most 2 ulp)");
+  compile->add_flag("--fast-math", opts.fastMath,
+                    "tanh and sigmoid by tanh.approx.f32 (relative error ~2^-11, default ~1e-6)");
   compile->add_option("--layout-detail", layoutDetail, "summary or full")
       ->check(CLI::IsMember({"summary", "full"}));
 
