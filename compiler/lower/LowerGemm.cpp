@@ -457,7 +457,7 @@ bool KernelLowering::stageOperand(const tile::Stmt &s, const tile::BufferPtr &a,
 
 void KernelLowering::lowerUseSwizzle(const tile::Stmt &s, const tile::UseSwizzle &u,
                                      thir::Body &out) {
-  if (k_.blockIndices.size() < 2)
+  if (k_.blockIndices.size() < 2 || !u.enabled)
     return; // one grid axis: nothing to rasterize
   // A bijection of the (x, y) block grid that walks panels of `panel` columns (order="col")
   // or rows (order="row"), so that consecutive blocks share operand tiles in L2.

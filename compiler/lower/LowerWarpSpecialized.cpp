@@ -13,7 +13,8 @@
 //                 fence the async proxy and arrive)
 //   consumers:    setmaxnreg.inc; for each iteration: wait full[s] (parity phase); the body;
 //                 release slot s by arriving on empty[s] — with the gemm in flight, release the
-//                 previous iteration's slot once its wgmma group completed (wait_group 1); then
+//                 previous iteration's slot once its wgmma group completed (wait_group 1; with
+//                 G > 1 only in a slot's first iteration, the others keep G groups in flight); then
 //                 the statements after the loop, whose block barriers become named barriers of
 //                 the consumer threads (the producer has left)
 #include "lower/LowerImpl.h"
@@ -138,6 +139,14 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     out.push_back({std::move(init)});
     out.push_back({thir::Barrier{}});
   }
+  // Block order matters to a GEMM's L2 reuse (at 8192^3 a row-major launch order reads the
+  // operand panels from DRAM about again): without a use_swizzle the blocks are rasterized
+  // in panels of 4 block columns, as gemm_relu asks for.
+  bool rasterized = false;
+  for (const tile::Stmt &st : k_.body)
+    rasterized = rasterized || std::holds_alternative<tile::UseSwizzle>(st.op);
+  if (!rasterized)
+    lowerUseSwizzle(k_.body.front(), tile::UseSwizzle{kDefaultSwizzlePanel, true}, out);
   // The statements before the loop run in every thread (plan-pipelines checked they only bind
   // values and clear registers); the loop and the rest run in the consumers.
   const tile::Stmt *loopStmt = nullptr;
@@ -278,7 +287,10 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     // What the mbarrier wait made visible needs no fence or barrier before a wgmma reads it.
     smemRead_ = smemWritten_ = false;
     fencedPoint_ = std::make_pair(&loop.body, loop.body.size());
-    wgmmaPending_ = inFlight ? 1 : 0;
+    // With G iterations per slot only a slot's first iteration releases anything: the others
+    // leave their groups in flight (wait_group G is no wait) and the first waits for all but
+    // its own group before it releases the previous slot.
+    wgmmaPending_ = inFlight ? G : 0;
     std::set<const tile::Stmt *> issued(plan.copies.begin(), plan.copies.end());
     for (const tile::Stmt &st : f.body) {
       if (failed_)
@@ -289,14 +301,17 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     wgmmaPending_ = 0;
     fencedPoint_.reset();
     if (inFlight) {
-      // The group of iteration it - 1 has completed (wait_group 1 in the wgmma): when that was
-      // the last iteration of the previous slot, the slot is free.
+      // The group of iteration it - 1 has completed (wait_group 1, in the wgmma or after it):
+      // when that was the last iteration of the previous slot, the slot is free.
       thir::Expr previous = rem(add(at.slot, i32(S - 1)), S);
       thir::Expr cond = thir::binary(thir::BinOp::Gt, it, i32(0));
       if (at.first)
         cond = thir::binary(thir::BinOp::And, at.first, cond);
-      loop.body.push_back(
-          {thir::IfStmt{cond, {{thir::MbarrierArrive{empty(previous), nullptr}}}, {}}});
+      thir::Body release;
+      if (G > 1)
+        release.push_back({thir::WgmmaWait{1, slotVars_.at(inFlight->c.buffer->id)}});
+      release.push_back({thir::MbarrierArrive{empty(previous), nullptr}});
+      loop.body.push_back({thir::IfStmt{cond, std::move(release), {}}});
     } else {
       // Nothing of this slot is read any more (wgmma waited for its group).
       onlyIf(at.last, {{thir::MbarrierArrive{empty(at.slot), nullptr}}}, loop.body);

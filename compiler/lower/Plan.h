@@ -48,6 +48,9 @@ struct PipelinePlan {
 
 /// Threads of the producer warpgroup a warp-specialized kernel adds to its consumer threads.
 inline constexpr int kProducerThreads = 128;
+/// Block columns per panel of the rasterization a warp-specialized kernel gets when it has no
+/// use_swizzle.
+inline constexpr int64_t kDefaultSwizzlePanel = 4;
 
 /// Where a shared buffer lives: `offset` bytes into dynamic shared memory (aligned to
 /// TargetInfo::sharedBufferAlign), its elements placed by `layout`, in `versions` copies

@@ -593,8 +593,7 @@ void Sema::analyzeUseSwizzle(const std::string &name, const ast::Expr &e, const 
   auto en = constBool(scope, args->get(2), true, "enable");
   if (!en)
     return;
-  if (*en)
-    out.push_back({loc, tile::UseSwizzle{*p, col}});
+  out.push_back({loc, tile::UseSwizzle{*p, col, *en}});
 }
 
 void Sema::analyzeAnnotateLayout(const std::string &name, const ast::Expr &e, const ast::Call &c,

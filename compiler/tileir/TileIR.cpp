@@ -175,8 +175,8 @@ public:
               body(op.otherwise, ind + 1);
             }
           } else if constexpr (std::is_same_v<T, UseSwizzle>) {
-            line(ind, fmt::format("use_swizzle panel={} order={}", op.panelSize,
-                                  op.colOrder ? "col" : "row"));
+            line(ind, fmt::format("use_swizzle panel={} order={}{}", op.panelSize,
+                                  op.colOrder ? "col" : "row", op.enabled ? "" : " disabled"));
           } else if constexpr (std::is_same_v<T, AnnotateLayout>) {
             line(ind, fmt::format("annotate_layout {} {}", op.buffer->name, op.layout));
           } else if constexpr (std::is_same_v<T, Print>) {

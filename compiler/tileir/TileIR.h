@@ -201,6 +201,8 @@ struct If {
 struct UseSwizzle {
   int64_t panelSize;
   bool colOrder;
+  /// use_swizzle(..., enable=False): keep the launch order (and no default rasterization).
+  bool enabled = true;
 };
 struct AnnotateLayout {
   BufferPtr buffer;
