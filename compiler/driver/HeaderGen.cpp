@@ -726,6 +726,20 @@ std::string generateCHeader(const std::vector<HeaderImage> &images, const Header
                      "/* Why the last failed launch on this thread failed (which argument, why). "
                      "*/\nconst char *{0}_last_error(void);\n\n",
                      prefix);
+  if (!opts.constants.empty()) {
+    // Macros, as C has no typed compile-time constants of 64 bits; `_constant_` keeps them
+    // apart from the functions (a constant may be named `load`).
+    out += "/* The program's integer and boolean constants as compiled (after -D). */\n";
+    for (const HeaderConstant &c : opts.constants) {
+      if (!isIdentifier(c.name))
+        bug(fmt::format("constant name '{}' is not an identifier", c.name));
+      std::string value = c.isBool               ? std::string(c.value ? "1" : "0")
+                          : c.value == INT64_MIN ? "(-INT64_C(9223372036854775807) - 1)"
+                                                 : fmt::format("INT64_C({})", c.value);
+      out += fmt::format("#define {}_constant_{} {}\n", prefix, c.name, value);
+    }
+    out += "\n";
+  }
   std::string impl;
   impl += fmt::format("CUresult {0}_load(void) {{ return ::{1}::load(); }}\n"
                       "void {0}_unload(void) {{ ::{1}::unload(); }}\n"

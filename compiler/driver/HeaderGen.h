@@ -52,7 +52,8 @@ struct HeaderImage {
 /// namespace, is a compiler bug and throws std::logic_error.
 std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderOptions &opts);
 
-/// The C header (`--emit c-header`): extern "C" declarations of load, unload, last_error, and per
+/// The C header (`--emit c-header`): the constants as macros PREFIX_constant_NAME, extern "C"
+/// declarations of load, unload, last_error, and per
 /// kernel its facts (enum constants, merged over the images as in the C++ header), grid and launch
 /// function, named PREFIX_NAME where PREFIX is the namespace with '::' made '_'; with
 /// TILEC_C_API_IMPLEMENTATION defined in C++ it also defines them over the C++ header
