@@ -347,30 +347,79 @@ void KernelLowering::copyElementwise(const tile::Copy &c, thir::Expr r0, thir::E
                                      thir::Expr ptid, thir::Body &out) {
   const tile::BufferPtr &src = c.src.buffer, &dst = c.dst.buffer;
   std::vector<int64_t> shape = constShape(dst);
-  Type i32t{DType::Int32}, i64t{DType::Int64};
+  const int64_t R = shape[0], W = shape[1];
+  Type i32t{DType::Int32}, i64t{DType::Int64}, et{src->dtype};
   thir::Expr rows = thir::cast(lowerExpr(src->shape[0], {}), i32t);
   thir::Expr cols = thir::cast(lowerExpr(src->shape[1], {}), i32t);
-  thir::ForStmt loop;
-  loop.var = nextVar_++;
-  loop.varType = i32t;
-  loop.begin = ptid;
-  loop.end = i32(shape[0] * shape[1]);
-  loop.step = i32(kProducerThreads);
-  thir::Expr e = thir::var(loop.var, i32t);
-  thir::Expr r = quot(e, shape[1]), col = rem(e, shape[1]);
-  thir::Expr gr = add(r0, r), gc = add(c0, col);
-  thir::Expr at = sharedOffset(dst, {r, col});
-  thir::Expr index =
-      thir::binary(thir::BinOp::Add,
-                   thir::binary(thir::BinOp::Mul, thir::cast(gr, i64t), thir::cast(cols, i64t)),
-                   thir::cast(gc, i64t));
-  int param = src->paramIndex;
-  thir::IfStmt inside{thir::binary(thir::BinOp::And, lt(gr, rows), lt(gc, cols)), {}, {}};
-  inside.then.push_back({thir::SharedStore{
-      at, thir::globalLoad(param, index, Type{src->dtype}, dtypeBytes(src->dtype))}});
-  inside.otherwise.push_back({thir::SharedStore{at, zeroOf(src->dtype)}});
-  loop.body.push_back({std::move(inside)});
-  out.push_back({std::move(loop)});
+  // This path runs when the launch could not encode tensor maps (row strides that are not a
+  // multiple of 16 bytes), so element by element, and its speed is the latency of the loads:
+  // each thread keeps U loads in flight (branch-free, an element outside the tensor reads
+  // element 0 and stores zero) before it stores them. Each thread keeps one column (P side by
+  // side: a warp reads contiguous bytes of a row) and walks the rows.
+  const int64_t P = std::min<int64_t>(W, kProducerThreads);
+  const bool columnWalk = kProducerThreads % P == 0 && W % P == 0;
+  const int64_t rowStep = columnWalk ? kProducerThreads / P : 0;
+  int64_t U = 1;
+  for (int64_t u : {8, 4, 2})
+    if (columnWalk && (R / rowStep) % u == 0) {
+      U = u;
+      break;
+    }
+  auto counted = [&](thir::Expr begin, int64_t end, int64_t step) {
+    thir::ForStmt loop;
+    loop.var = nextVar_++;
+    loop.varType = i32t;
+    loop.begin = std::move(begin);
+    loop.end = i32(end);
+    loop.step = i32(step);
+    return loop;
+  };
+  // Loads the elements (r, col) into fresh variables, then stores them to shared memory.
+  auto elements = [&](const std::vector<thir::Expr> &rs, const std::vector<thir::Expr> &colsAt,
+                      thir::Body &into) {
+    std::vector<std::pair<thir::Expr, int>> loaded;
+    for (size_t i = 0; i < rs.size(); ++i) {
+      thir::Expr gr = add(r0, rs[i]), gc = add(c0, colsAt[i]);
+      thir::Expr ok = thir::binary(thir::BinOp::And, lt(gr, rows), lt(gc, cols));
+      // A clamped index (the last row and column; the tile is never empty) rather than a
+      // select: LLVM sinks a load whose address is selected by `ok` into a branch, and the
+      // loads then wait for each other.
+      thir::Expr one = i32(1);
+      thir::Expr cr = thir::binary(thir::BinOp::Min, gr, sub(rows, one));
+      thir::Expr cc = thir::binary(thir::BinOp::Min, gc, sub(cols, one));
+      thir::Expr index =
+          thir::binary(thir::BinOp::Add,
+                       thir::binary(thir::BinOp::Mul, thir::cast(cr, i64t), thir::cast(cols, i64t)),
+                       thir::cast(cc, i64t));
+      int v = nextVar_++;
+      into.push_back({thir::DeclVar{
+          v, et,
+          thir::select(ok, thir::globalLoad(src->paramIndex, index, et, dtypeBytes(src->dtype)),
+                       zeroOf(src->dtype))}});
+      loaded.emplace_back(sharedOffset(dst, {rs[i], colsAt[i]}), v);
+    }
+    for (auto &[at, v] : loaded)
+      into.push_back({thir::SharedStore{at, thir::var(v, et)}});
+  };
+  if (!columnWalk) {
+    thir::ForStmt loop = counted(ptid, R * W, kProducerThreads);
+    thir::Expr e = thir::var(loop.var, i32t);
+    elements({quot(e, W)}, {rem(e, W)}, loop.body);
+    out.push_back({std::move(loop)});
+    return;
+  }
+  thir::ForStmt columns = counted(rem(ptid, P), W, P);
+  thir::Expr col = thir::var(columns.var, i32t);
+  thir::ForStmt walk = counted(quot(ptid, P), R, rowStep * U);
+  thir::Expr r = thir::var(walk.var, i32t);
+  std::vector<thir::Expr> rs, colsAt;
+  for (int64_t u = 0; u < U; ++u) {
+    rs.push_back(u == 0 ? r : add(r, i32(u * rowStep)));
+    colsAt.push_back(col);
+  }
+  elements(rs, colsAt, walk.body);
+  columns.body.push_back({std::move(walk)});
+  out.push_back({std::move(columns)});
 }
 
 } // namespace tilec::lower::detail
