@@ -138,6 +138,8 @@ std::string_view unOpName(thir::UnOp op) {
     return "floor";
   case UnOp::Ceil:
     return "ceil";
+  case UnOp::BitNot:
+    return "bitnot";
   }
   return "?";
 }
@@ -931,6 +933,7 @@ Value *KernelEmitter::unary(thir::UnOp op, Value *a, thir::Type t) {
   case UnOp::Neg:
     return isFloat(et) ? b_.CreateFNeg(a) : b_.CreateNeg(a);
   case UnOp::Not:
+  case UnOp::BitNot:
     return b_.CreateNot(a);
   case UnOp::Abs:
     if (isFloat(et))
@@ -1127,6 +1130,8 @@ Value *KernelEmitter::binary(thir::BinOp op, Value *a, Value *b, thir::Type t) {
     return b_.CreateAnd(a, b);
   case BinOp::BitXor:
     return b_.CreateXor(a, b);
+  case BinOp::BitOr:
+    return b_.CreateOr(a, b);
   case BinOp::Shl:
     return b_.CreateShl(a, b);
   case BinOp::Shr:

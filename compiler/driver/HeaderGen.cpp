@@ -178,6 +178,7 @@ private:
     case BinOp::BitXor:
     case BinOp::Shl:
     case BinOp::Shr:
+    case BinOp::BitOr:
       break;
     }
     bug("pow in a grid expression");

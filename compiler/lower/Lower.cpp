@@ -132,7 +132,7 @@ thir::Expr KernelLowering::hostExpr(const tile::Expr &e) {
     if (x && y && !isFloat(b->a->dtype))
       return thir::binary(mapBinOp(b->op), x, y);
   } else if (auto *c = std::get_if<tile::Cast>(&e->op)) {
-    if (!isFloat(e->dtype) && !isFloat(c->a->dtype))
+    if (!c->reinterpret && !isFloat(e->dtype) && !isFloat(c->a->dtype))
       return hostExpr(c->a);
   }
   unsupported(e->loc, fmt::format("grid extent '{}' (grid extents are integer expressions of "
@@ -266,6 +266,8 @@ thir::Expr KernelLowering::lowerExpr(const tile::Expr &e, const LaneContext &lc,
           return thir::select(widen(cnd, lanes), widen(a, lanes), widen(b, lanes));
         } else if constexpr (std::is_same_v<T, tile::Cast>) {
           thir::Expr a = lowerExpr(op.a, c);
+          if (a && op.reinterpret)
+            return thir::bitcast(a, Type{e->dtype, a->type.lanes});
           return a ? thir::cast(a, Type{e->dtype, a->type.lanes}) : nullptr;
         }
       },

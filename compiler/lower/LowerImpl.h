@@ -23,6 +23,9 @@ namespace tilec::lower::detail {
 using thir::Type;
 
 // The two IRs spell their operators in the same order; lowering maps them one to one.
+static_assert(static_cast<int>(tile::UnOp::BitNot) == static_cast<int>(thir::UnOp::BitNot));
+static_assert(static_cast<int>(tile::BinOp::BitOr) == static_cast<int>(thir::BinOp::BitOr));
+static_assert(static_cast<int>(tile::BinOp::Shr) == static_cast<int>(thir::BinOp::Shr));
 inline thir::UnOp mapUnOp(tile::UnOp op) { return static_cast<thir::UnOp>(static_cast<int>(op)); }
 inline thir::BinOp mapBinOp(tile::BinOp op) {
   return static_cast<thir::BinOp>(static_cast<int>(op));

@@ -24,7 +24,7 @@ const std::set<std::string> &builtinNames() {
       "make_swizzled_layout",
       // scalar functions
       "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "erf", "sigmoid",
-      "floor", "ceil", "pow", "cast", "ceildiv", "infinity", "if_then_else",
+      "floor", "ceil", "pow", "cast", "reinterpret", "ceildiv", "infinity", "if_then_else",
       // namespaces
       "T", "GemmWarpPolicy"};
   return names;
@@ -183,7 +183,12 @@ tile::Expr Sema::binary(ast::BinaryOp op, tile::Expr a, tile::Expr b, SourceLoc 
                                                 {BinaryOp::Gt, BinOp::Gt},
                                                 {BinaryOp::Ge, BinOp::Ge},
                                                 {BinaryOp::And, BinOp::And},
-                                                {BinaryOp::Or, BinOp::Or}};
+                                                {BinaryOp::Or, BinOp::Or},
+                                                {BinaryOp::BitAnd, BinOp::BitAnd},
+                                                {BinaryOp::BitOr, BinOp::BitOr},
+                                                {BinaryOp::BitXor, BinOp::BitXor},
+                                                {BinaryOp::Shl, BinOp::Shl},
+                                                {BinaryOp::Shr, BinOp::Shr}};
   BinOp bop = map.at(op);
   bool intA = !isFloat(a->dtype), intB = !isFloat(b->dtype);
   if (bop == BinOp::Div && intA && intB) {
@@ -197,7 +202,34 @@ tile::Expr Sema::binary(ast::BinaryOp op, tile::Expr a, tile::Expr b, SourceLoc 
       return nullptr;
     }
   }
-  bool arith = bop <= BinOp::Max;
+  const bool bitwise = bop >= BinOp::BitAnd;
+  if (bitwise) {
+    for (const tile::Expr *x : {&a, &b}) {
+      DType t = (*x)->dtype;
+      if (t == DType::Bool) {
+        diags_.error(loc, fmt::format("'{}' on a bool (integers only; use and, or, not)",
+                                      ast::binaryOpSpelling(op)));
+        return nullptr;
+      }
+      if (!isInteger(t)) {
+        diags_.error(loc, fmt::format("'{}' on {} (integers only; reinterpret(x, dtype) gives "
+                                      "a float's bits)",
+                                      ast::binaryOpSpelling(op), dtypeName(t)));
+        return nullptr;
+      }
+    }
+    if (bop == BinOp::Shl || bop == BinOp::Shr) {
+      // Constants fold in 64 bits (and widen, as other constant arithmetic does); a value's
+      // shift stays within its type.
+      DType t = tile::isImm(a) ? DType::Int64 : tile::promote(a, b);
+      if (auto n = tile::asConstInt(b); n && (*n < 0 || *n >= dtypeBits(t))) {
+        diags_.error(loc, fmt::format("shift count {} outside 0..{} for {}", *n, dtypeBits(t) - 1,
+                                      dtypeName(t)));
+        return nullptr;
+      }
+    }
+  }
+  bool arith = bop <= BinOp::Max || bitwise;
   if (arith && (a->dtype == DType::Bool || b->dtype == DType::Bool) && bop != BinOp::Min &&
       bop != BinOp::Max) {
     diags_.error(
@@ -269,6 +301,14 @@ std::optional<Value> Sema::eval(const ast::Expr &e, LocalScope &scope) {
             return ExprVal{tile::makeUnary(tile::UnOp::Neg, a, loc)};
           case ast::UnaryOp::Not:
             return ExprVal{tile::makeUnary(tile::UnOp::Not, a, loc)};
+          case ast::UnaryOp::Invert:
+            if (!isInteger(a->dtype)) {
+              diags_.error(loc, fmt::format("'~' on {} (integers only)",
+                                            a->dtype == DType::Bool ? std::string("a bool")
+                                                                    : dtypeName(a->dtype)));
+              return std::nullopt;
+            }
+            return ExprVal{tile::makeUnary(tile::UnOp::BitNot, a, loc)};
           }
           return std::nullopt;
         } else if constexpr (std::is_same_v<T, ast::Binary>) {
@@ -549,6 +589,24 @@ std::optional<Value> Sema::evalBuiltinCall(const std::string &name, const ast::E
     if (!a || !dt)
       return std::nullopt;
     return ExprVal{tile::makeCast(a, *dt, loc)};
+  }
+  if (name == "reinterpret") {
+    if (!noKwargs() || !argCount(2, 2))
+      return std::nullopt;
+    tile::Expr a = evalScalar(*c.args[0], scope, "a scalar");
+    auto dt = evalDType(*c.args[1], scope);
+    if (!a || !dt)
+      return std::nullopt;
+    if (a->dtype == DType::Bool || *dt == DType::Bool || dtypeBits(a->dtype) != dtypeBits(*dt)) {
+      diags_.error(loc, fmt::format("reinterpret from {} ({} bits) to {} ({} bits): the widths "
+                                    "must be equal and neither a bool",
+                                    dtypeName(a->dtype), dtypeBits(a->dtype), dtypeName(*dt),
+                                    dtypeBits(*dt)));
+      return std::nullopt;
+    }
+    if (a->dtype == *dt)
+      return ExprVal{a};
+    return ExprVal{std::make_shared<tile::Node>(tile::Node{*dt, loc, tile::Cast{a, true}})};
   }
   if (name == "infinity") {
     if (!noKwargs() || !argCount(1, 1))

@@ -34,6 +34,16 @@ const char *binaryOpSpelling(BinaryOp op) {
     return "and";
   case BinaryOp::Or:
     return "or";
+  case BinaryOp::BitAnd:
+    return "&";
+  case BinaryOp::BitOr:
+    return "|";
+  case BinaryOp::BitXor:
+    return "^";
+  case BinaryOp::Shl:
+    return "<<";
+  case BinaryOp::Shr:
+    return ">>";
   }
   return "?";
 }

@@ -62,15 +62,32 @@ struct Call {
   std::vector<ExprPtr> args;
   std::vector<KeywordArg> kwargs;
 };
-enum class UnaryOp { Neg, Pos, Not };
+enum class UnaryOp { Neg, Pos, Not, Invert };
 struct Unary {
   UnaryOp op;
   ExprPtr operand;
 };
 enum class BinaryOp {
-  Add, Sub, Mul, Div, FloorDiv, Mod, Pow,
-  Eq, Ne, Lt, Le, Gt, Ge,
-  And, Or,
+  Add,
+  Sub,
+  Mul,
+  Div,
+  FloorDiv,
+  Mod,
+  Pow,
+  Eq,
+  Ne,
+  Lt,
+  Le,
+  Gt,
+  Ge,
+  And,
+  Or,
+  BitAnd,
+  BitOr,
+  BitXor,
+  Shl,
+  Shr,
 };
 struct Binary {
   BinaryOp op;

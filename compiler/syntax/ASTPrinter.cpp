@@ -220,7 +220,10 @@ private:
     out += ')';
   }
   void exprNode(const Unary &e) {
-    out += e.op == UnaryOp::Neg ? "(neg " : e.op == UnaryOp::Pos ? "(pos " : "(not ";
+    out += e.op == UnaryOp::Neg      ? "(neg "
+           : e.op == UnaryOp::Pos    ? "(pos "
+           : e.op == UnaryOp::Invert ? "(invert "
+                                     : "(not ";
     expr(e.operand.get());
     out += ')';
   }

@@ -107,6 +107,28 @@ const char *tokenKindName(TokenKind kind) {
     return "'%='";
   case TokenKind::StarStarAssign:
     return "'**='";
+  case TokenKind::Amp:
+    return "'&'";
+  case TokenKind::Pipe:
+    return "'|'";
+  case TokenKind::Caret:
+    return "'^'";
+  case TokenKind::Tilde:
+    return "'~'";
+  case TokenKind::LShift:
+    return "'<<'";
+  case TokenKind::RShift:
+    return "'>>'";
+  case TokenKind::AmpAssign:
+    return "'&='";
+  case TokenKind::PipeAssign:
+    return "'|='";
+  case TokenKind::CaretAssign:
+    return "'^='";
+  case TokenKind::LShiftAssign:
+    return "'<<='";
+  case TokenKind::RShiftAssign:
+    return "'>>='";
   case TokenKind::LParen:
     return "'('";
   case TokenKind::RParen:
@@ -589,9 +611,21 @@ void Lexer::lexOperator() {
       return emit(TokenKind::NotEq, 2);
     break;
   case '<':
+    if (c1 == '<')
+      return c2 == '=' ? emit(TokenKind::LShiftAssign, 3) : emit(TokenKind::LShift, 2);
     return c1 == '=' ? emit(TokenKind::LessEq, 2) : emit(TokenKind::Less, 1);
   case '>':
+    if (c1 == '>')
+      return c2 == '=' ? emit(TokenKind::RShiftAssign, 3) : emit(TokenKind::RShift, 2);
     return c1 == '=' ? emit(TokenKind::GreaterEq, 2) : emit(TokenKind::Greater, 1);
+  case '&':
+    return c1 == '=' ? emit(TokenKind::AmpAssign, 2) : emit(TokenKind::Amp, 1);
+  case '|':
+    return c1 == '=' ? emit(TokenKind::PipeAssign, 2) : emit(TokenKind::Pipe, 1);
+  case '^':
+    return c1 == '=' ? emit(TokenKind::CaretAssign, 2) : emit(TokenKind::Caret, 1);
+  case '~':
+    return emit(TokenKind::Tilde, 1);
   case ',':
     return emit(TokenKind::Comma, 1);
   case ':':

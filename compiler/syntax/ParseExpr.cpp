@@ -130,14 +130,14 @@ ExprPtr Parser::parseNot() {
 
 ExprPtr Parser::parseComparison() {
   SourceLoc begin = tok_.loc;
-  ExprPtr lhs = parseArith();
+  ExprPtr lhs = parseBitOr();
   if (!lhs)
     return nullptr;
   std::optional<BinaryOp> op = comparisonOp(tok_.kind);
   if (!op)
     return lhs;
   advance();
-  ExprPtr rhs = parseArith();
+  ExprPtr rhs = parseBitOr();
   if (!rhs)
     return nullptr;
   if (comparisonOp(tok_.kind)) {
@@ -145,6 +145,45 @@ ExprPtr Parser::parseComparison() {
     return nullptr;
   }
   return makeExpr(begin, Binary{*op, std::move(lhs), std::move(rhs)});
+}
+
+// Python's precedence: | below ^ below & below << >> below + -.
+ExprPtr Parser::parseBitOr() {
+  return parseLeftAssoc({{TokenKind::Pipe, BinaryOp::BitOr}}, &Parser::parseBitXor);
+}
+ExprPtr Parser::parseBitXor() {
+  return parseLeftAssoc({{TokenKind::Caret, BinaryOp::BitXor}}, &Parser::parseBitAnd);
+}
+ExprPtr Parser::parseBitAnd() {
+  return parseLeftAssoc({{TokenKind::Amp, BinaryOp::BitAnd}}, &Parser::parseShift);
+}
+ExprPtr Parser::parseShift() {
+  return parseLeftAssoc({{TokenKind::LShift, BinaryOp::Shl}, {TokenKind::RShift, BinaryOp::Shr}},
+                        &Parser::parseArith);
+}
+
+ExprPtr Parser::parseLeftAssoc(std::initializer_list<std::pair<TokenKind, BinaryOp>> ops,
+                               ExprPtr (Parser::*operand)()) {
+  NestingScope scope(*this);
+  SourceLoc begin = tok_.loc;
+  ExprPtr lhs = (this->*operand)();
+  for (;;) {
+    if (!lhs)
+      return nullptr;
+    const std::pair<TokenKind, BinaryOp> *op = nullptr;
+    for (const auto &o : ops)
+      if (at(o.first))
+        op = &o;
+    if (!op)
+      return lhs;
+    if (!scope.enter(tok_.loc))
+      return nullptr;
+    advance();
+    ExprPtr rhs = (this->*operand)();
+    if (!rhs)
+      return nullptr;
+    lhs = makeExpr(begin, Binary{op->second, std::move(lhs), std::move(rhs)});
+  }
 }
 
 ExprPtr Parser::parseArith() {
@@ -199,11 +238,13 @@ ExprPtr Parser::parseTerm() {
 }
 
 ExprPtr Parser::parseUnary() {
-  if (!at(TokenKind::Minus) && !at(TokenKind::Plus))
+  if (!at(TokenKind::Minus) && !at(TokenKind::Plus) && !at(TokenKind::Tilde))
     return parsePower();
   NestingScope scope(*this);
   SourceLoc begin = tok_.loc;
-  UnaryOp op = at(TokenKind::Minus) ? UnaryOp::Neg : UnaryOp::Pos;
+  UnaryOp op = at(TokenKind::Minus)  ? UnaryOp::Neg
+               : at(TokenKind::Plus) ? UnaryOp::Pos
+                                     : UnaryOp::Invert;
   if (!scope.enter(begin))
     return nullptr;
   advance();

@@ -32,6 +32,16 @@ std::optional<BinaryOp> augmentedOp(TokenKind k) {
     return BinaryOp::Mod;
   case TokenKind::StarStarAssign:
     return BinaryOp::Pow;
+  case TokenKind::AmpAssign:
+    return BinaryOp::BitAnd;
+  case TokenKind::PipeAssign:
+    return BinaryOp::BitOr;
+  case TokenKind::CaretAssign:
+    return BinaryOp::BitXor;
+  case TokenKind::LShiftAssign:
+    return BinaryOp::Shl;
+  case TokenKind::RShiftAssign:
+    return BinaryOp::Shr;
   default:
     return std::nullopt;
   }

@@ -104,6 +104,13 @@ private:
   ExprPtr parseAnd();
   ExprPtr parseNot();
   ExprPtr parseComparison();
+  ExprPtr parseBitOr();
+  ExprPtr parseBitXor();
+  ExprPtr parseBitAnd();
+  ExprPtr parseShift();
+  /// A left-associative chain of `operand` joined by any of `ops`.
+  ExprPtr parseLeftAssoc(std::initializer_list<std::pair<TokenKind, BinaryOp>> ops,
+                         ExprPtr (Parser::*operand)());
   ExprPtr parseArith();
   ExprPtr parseTerm();
   ExprPtr parseUnary();

@@ -207,6 +207,8 @@ Expr unary(UnOp op, Expr a) {
     misuse(fmt::format("{} on bool", names::unOp(op)));
   if (isMathOp(op) && !isFloat(t))
     misuse(fmt::format("{} on non-float type {}", names::unOp(op), dtypeName(t)));
+  if (op == UnOp::BitNot && !isInteger(t))
+    misuse(fmt::format("bitnot on non-integer type {}", dtypeName(t)));
   Type type = a->type;
   return make(type, Unary{op, std::move(a)});
 }

@@ -45,7 +45,8 @@ enum class UnOp {
   Erf,
   Sigmoid,
   Floor,
-  Ceil
+  Ceil,
+  BitNot // on integers
 };
 enum class BinOp {
   Add,
@@ -68,7 +69,8 @@ enum class BinOp {
   BitAnd,
   BitXor,
   Shl,
-  Shr, // on integers (Shr is arithmetic for signed types); not in tile IR
+  Shr, // on integers (Shr is arithmetic for signed types)
+  BitOr,
 };
 
 struct ConstInt {

@@ -10,17 +10,18 @@
 
 namespace tilec::thir::names {
 
-inline constexpr std::array<std::string_view, 14> kUnOps = {
-    "neg",  "not",   "abs",  "exp", "exp2",    "log",   "log2",
-    "sqrt", "rsqrt", "tanh", "erf", "sigmoid", "floor", "ceil"};
+inline constexpr std::array<std::string_view, 15> kUnOps = {
+    "neg",   "not",  "abs", "exp",     "exp2",  "log",  "log2",  "sqrt",
+    "rsqrt", "tanh", "erf", "sigmoid", "floor", "ceil", "bitnot"};
 
 /// Infix spelling of each BinOp, or empty for the ones written as calls (kBinOpCalls).
-inline constexpr std::array<std::string_view, 21> kBinOpInfix = {"+",  "-",  "*",  "/",   "//", "%",
+inline constexpr std::array<std::string_view, 22> kBinOpInfix = {"+",  "-",  "*",  "/",   "//", "%",
                                                                  "",   "",   "",   "==",  "!=", "<",
                                                                  "<=", ">",  ">=", "and", "or", "&",
-                                                                 "^",  "<<", ">>"};
-inline constexpr std::array<std::string_view, 21> kBinOpCalls = {
-    "", "", "", "", "", "", "pow", "min", "max", "", "", "", "", "", "", "", "", "", "", "", ""};
+                                                                 "^",  "<<", ">>", "|"};
+inline constexpr std::array<std::string_view, 22> kBinOpCalls = {
+    "", "", "", "", "", "", "pow", "min", "max", "", "",
+    "", "", "", "", "", "", "",    "",    "",    "", ""};
 
 inline constexpr std::array<std::string_view, 7> kSpecials = {
     "threadIdx.x", "blockIdx.x", "blockIdx.y", "blockIdx.z", "gridDim.x", "gridDim.y", "gridDim.z"};

@@ -16,7 +16,7 @@ namespace tilec::thir {
 namespace {
 
 bool isComparison(BinOp op) { return op >= BinOp::Eq && op <= BinOp::Ge; }
-bool isMathOp(UnOp op) { return op >= UnOp::Exp; }
+bool isMathOp(UnOp op) { return op >= UnOp::Exp && op <= UnOp::Ceil; }
 bool isPowerOfTwo(int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 const Type kInt32{DType::Int32, 1};
@@ -409,6 +409,8 @@ private:
       error(&n, fmt::format("'{}' on bool", name));
     else if (isMathOp(u.op) && !isFloat(t))
       error(&n, fmt::format("'{}' on {}", name, dtypeName(t)));
+    else if (u.op == UnOp::BitNot && !isInteger(t))
+      error(&n, fmt::format("'{}' on {} (integers only)", name, dtypeName(t)));
     else if (!(n.type == u.a->type))
       error(&n, fmt::format("'{}' of {} typed {}", name, ts(u.a->type), ts(n.type)));
   }

@@ -163,6 +163,27 @@ static std::optional<int64_t> foldInt(BinOp op, int64_t a, int64_t b) {
     return a && b;
   case BinOp::Or:
     return a || b;
+  case BinOp::BitAnd:
+    return a & b;
+  case BinOp::BitOr:
+    return a | b;
+  case BinOp::BitXor:
+    return a ^ b;
+  case BinOp::Shl: {
+    if (b < 0 || b > 62)
+      return std::nullopt;
+    // Shifting a negative value left is fine in two's complement; the bits shifted out must
+    // equal the sign, or it overflowed.
+    auto u = static_cast<uint64_t>(a) << b;
+    r = static_cast<int64_t>(u);
+    if ((r >> b) != a)
+      return std::nullopt;
+    return r;
+  }
+  case BinOp::Shr:
+    if (b < 0 || b > 63)
+      return std::nullopt;
+    return a >> b;
   }
   return std::nullopt;
 }
@@ -203,6 +224,12 @@ static std::optional<double> foldFloat(BinOp op, double a, double b) {
     return (a != 0) && (b != 0);
   case BinOp::Or:
     return (a != 0) || (b != 0);
+  case BinOp::BitAnd:
+  case BinOp::BitOr:
+  case BinOp::BitXor:
+  case BinOp::Shl:
+  case BinOp::Shr:
+    return std::nullopt; // integers only (sema refuses them on floats)
   }
   return std::nullopt;
 }
@@ -262,6 +289,16 @@ Expr makeUnary(UnOp op, Expr a, SourceLoc loc) {
       return intImm(!*c, DType::Bool, loc);
     return std::make_shared<Node>(Node{DType::Bool, loc, Unary{op, std::move(a)}});
   }
+  if (op == UnOp::BitNot) {
+    if (auto c = asConstInt(a)) {
+      int64_t v = ~*c;
+      if (!isSigned(a->dtype) && dtypeBits(a->dtype) < 64)
+        v &= (int64_t{1} << dtypeBits(a->dtype)) - 1;
+      return intImm(v, a->dtype, loc);
+    }
+    DType t = a->dtype;
+    return std::make_shared<Node>(Node{t, loc, Unary{op, std::move(a)}});
+  }
   bool mathOp = op != UnOp::Neg && op != UnOp::Abs;
   if (mathOp && !isFloat(a->dtype))
     a = makeCast(std::move(a), DType::Float32);
@@ -313,6 +350,7 @@ Expr makeUnary(UnOp op, Expr a, SourceLoc loc) {
       r = std::ceil(v);
       break;
     case UnOp::Not:
+    case UnOp::BitNot:
       break;
     }
     if (r)
@@ -384,8 +422,8 @@ std::optional<AffineForm> toAffine(const Expr &e) {
       }
     }
   }
-  if (auto *c = std::get_if<Cast>(&e->op);
-      c && !isFloat(c->a->dtype) && dtypeBits(e->dtype) >= dtypeBits(c->a->dtype))
+  if (auto *c = std::get_if<Cast>(&e->op); c && !c->reinterpret && !isFloat(c->a->dtype) &&
+                                           dtypeBits(e->dtype) >= dtypeBits(c->a->dtype))
     return toAffine(c->a);
   f.terms.emplace(print(e), std::make_pair(int64_t{1}, e));
   return f;

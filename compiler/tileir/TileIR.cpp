@@ -25,13 +25,14 @@ const char *scopeName(Scope s) {
 const char *unOpName(UnOp op) {
   static constexpr const char *names[] = {"neg", "not",     "abs",   "exp",   "exp2",
                                           "log", "log2",    "sqrt",  "rsqrt", "tanh",
-                                          "erf", "sigmoid", "floor", "ceil"};
+                                          "erf", "sigmoid", "floor", "ceil",  "~"};
   return names[static_cast<int>(op)];
 }
 
 const char *binOpName(BinOp op) {
-  static constexpr const char *names[] = {"+",  "-",  "*", "/",  "//", "%",  "**",  "min", "max",
-                                          "==", "!=", "<", "<=", ">",  ">=", "and", "or"};
+  static constexpr const char *names[] = {"+",   "-",  "*",  "/",  "//", "%", "**", "min",
+                                          "max", "==", "!=", "<",  "<=", ">", ">=", "and",
+                                          "or",  "&",  "^",  "<<", ">>", "|"};
   return names[static_cast<int>(op)];
 }
 
@@ -221,6 +222,8 @@ std::string print(const Expr &e) {
         } else if constexpr (std::is_same_v<T, Select>) {
           return fmt::format("select({}, {}, {})", print(op.cond), print(op.a), print(op.b));
         } else if constexpr (std::is_same_v<T, Cast>) {
+          if (op.reinterpret)
+            return fmt::format("reinterpret({}, {})", print(op.a), dtypeName(e->dtype));
           return fmt::format("{}({})", dtypeName(e->dtype), print(op.a));
         }
       },

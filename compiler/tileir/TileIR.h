@@ -62,7 +62,8 @@ enum class UnOp {
   Erf,
   Sigmoid,
   Floor,
-  Ceil
+  Ceil,
+  BitNot // ~x on integers
 };
 enum class BinOp {
   Add,
@@ -82,6 +83,13 @@ enum class BinOp {
   Ge,
   And,
   Or,
+  // On integers, with C's semantics for the fixed-width dtype: >> is arithmetic on signed
+  // types and logical on unsigned ones; a shift count outside 0..width-1 is undefined.
+  BitAnd,
+  BitXor,
+  Shl,
+  Shr,
+  BitOr,
 };
 const char *unOpName(UnOp op);
 const char *binOpName(BinOp op);
@@ -112,6 +120,8 @@ struct Select {
 };
 struct Cast {
   Expr a;
+  /// reinterpret(x, dtype): the same bits as the node's dtype (equal widths), not a conversion.
+  bool reinterpret = false;
 };
 
 struct Node {

@@ -114,7 +114,11 @@ Module everything() {
       stmt(DeclVar{
           2, {DType::Float32, 4}, sharedLoad(constInt(16, DType::Int32), {DType::Float32, 4})}),
       stmt(DeclVar{3, {DType::Float32, 64}, broadcast(param(2, DType::Float32), 64)}),
-      stmt(DeclVar{4, {DType::Int32, 2}, makeVector({var(1, kI32), constInt(-7, DType::Int32)})}),
+      stmt(DeclVar{4,
+                   {DType::Int32, 2},
+                   makeVector({binary(BinOp::BitOr, unary(UnOp::BitNot, var(1, kI32)),
+                                      binary(BinOp::Shr, var(1, kI32), constInt(3, DType::Int32))),
+                               constInt(-7, DType::Int32)})}),
       stmt(DeclVar{5, kF32,
                    select(param(3, DType::Bool),
                           constFloat(std::numeric_limits<double>::infinity()), constFloat(-0.0))}),
@@ -262,6 +266,8 @@ TEST_CASE("the verifier reports what codegen would treat as a compiler bug") {
       errors("  smem[0:int32] = vector<float16x3>(1.0:float16, 1.0:float16, 1.0:float16)", "", 64),
       "shared memory access of float16x3 is not a power-of-two width"));
   CHECK(has(errors("  var v0: float32 = (1.0 & 2.0)"), "'&' on float32 (integers only)"));
+  CHECK(has(errors("  var v0: float32 = (1.0 | 2.0)"), "'|' on float32 (integers only)"));
+  CHECK(has(errors("  var v0: float32 = bitnot(1.0)"), "'bitnot' on float32 (integers only)"));
   CHECK(has(errors("  var v0: bool = (1:bool + 1:bool)"), "'+' on bool"));
   CHECK(has(errors("  var v0: float32 = exp(1:int32)"), "'exp' on int32"));
   CHECK(has(errors("  var v0: int32 = bitcast<int32>(1:int64)"), "changes the width"));
