@@ -581,32 +581,37 @@ std::optional<Value> Sema::evalBuiltinCall(const std::string &name, const ast::E
     tile::Expr r = binary(ast::BinaryOp::FloorDiv, num, b, loc);
     return r ? std::optional<Value>(ExprVal{r}) : std::nullopt;
   }
-  if (name == "cast") {
+  // cast(x, dtype) and reinterpret(x, dtype): the value and the dtype.
+  auto valueAndDType = [&]() -> std::optional<std::pair<tile::Expr, DType>> {
     if (!noKwargs() || !argCount(2, 2))
       return std::nullopt;
     tile::Expr a = evalScalar(*c.args[0], scope, "a scalar");
     auto dt = evalDType(*c.args[1], scope);
     if (!a || !dt)
       return std::nullopt;
-    return ExprVal{tile::makeCast(a, *dt, loc)};
+    return std::make_pair(a, *dt);
+  };
+  if (name == "cast") {
+    auto v = valueAndDType();
+    if (!v)
+      return std::nullopt;
+    return ExprVal{tile::makeCast(v->first, v->second, loc)};
   }
   if (name == "reinterpret") {
-    if (!noKwargs() || !argCount(2, 2))
+    auto v = valueAndDType();
+    if (!v)
       return std::nullopt;
-    tile::Expr a = evalScalar(*c.args[0], scope, "a scalar");
-    auto dt = evalDType(*c.args[1], scope);
-    if (!a || !dt)
-      return std::nullopt;
-    if (a->dtype == DType::Bool || *dt == DType::Bool || dtypeBits(a->dtype) != dtypeBits(*dt)) {
+    auto [a, dt] = *v;
+    if (a->dtype == DType::Bool || dt == DType::Bool || dtypeBits(a->dtype) != dtypeBits(dt)) {
       diags_.error(loc, fmt::format("reinterpret from {} ({} bits) to {} ({} bits): the widths "
                                     "must be equal and neither a bool",
-                                    dtypeName(a->dtype), dtypeBits(a->dtype), dtypeName(*dt),
-                                    dtypeBits(*dt)));
+                                    dtypeName(a->dtype), dtypeBits(a->dtype), dtypeName(dt),
+                                    dtypeBits(dt)));
       return std::nullopt;
     }
-    if (a->dtype == *dt)
+    if (a->dtype == dt)
       return ExprVal{a};
-    return ExprVal{std::make_shared<tile::Node>(tile::Node{*dt, loc, tile::Cast{a, true}})};
+    return ExprVal{std::make_shared<tile::Node>(tile::Node{dt, loc, tile::Cast{a, true}})};
   }
   if (name == "infinity") {
     if (!noKwargs() || !argCount(1, 1))
