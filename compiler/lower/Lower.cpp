@@ -338,7 +338,7 @@ void KernelLowering::lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneC
                  [&](const tile::Fill &f) { lowerFill(s, f, out); },
                  [&](const tile::Reduce &r) { lowerReduce(s, r, out); },
                  [&](const tile::Gemm &g) { lowerGemm(s, g, out); },
-                 [&](const tile::UseSwizzle &u) { lowerUseSwizzle(s, u, out); },
+                 [&](const tile::UseSwizzle &u) { lowerUseSwizzle(u, out); },
                  [&](const tile::Atomic &a) { lowerAtomic(s, a, out); },
                  [&](const tile::Cumsum &c) { lowerCumsum(s, c, out); },
                  [&](const tile::Print &p) { lowerPrint(s, p, out, lc); },

@@ -455,8 +455,7 @@ bool KernelLowering::stageOperand(const tile::Stmt &s, const tile::BufferPtr &a,
   return true;
 }
 
-void KernelLowering::lowerUseSwizzle(const tile::Stmt &s, const tile::UseSwizzle &u,
-                                     thir::Body &out) {
+void KernelLowering::lowerUseSwizzle(const tile::UseSwizzle &u, thir::Body &out) {
   if (k_.blockIndices.size() < 2 || !u.enabled)
     return; // one grid axis: nothing to rasterize
   // A bijection of the (x, y) block grid that walks panels of `panel` columns (order="col")
@@ -482,7 +481,6 @@ void KernelLowering::lowerUseSwizzle(const tile::Stmt &s, const tile::UseSwizzle
   out.push_back({thir::DeclVar{ny, Type{DType::Int32}, u.colOrder ? alongIdx : inPanel}});
   bindings_[k_.blockIndices[0]->id].value = thir::var(nx, Type{DType::Int32});
   bindings_[k_.blockIndices[1]->id].value = thir::var(ny, Type{DType::Int32});
-  (void)s;
 }
 
 } // namespace tilec::lower::detail

@@ -317,7 +317,7 @@ private:
   /// whose register layout does not give each warp the rows it multiplies). Returns false after
   /// reporting a fragment it cannot stage. The caller synchronizes before reading it.
   bool stageOperand(const tile::Stmt &s, const tile::BufferPtr &a, thir::Body &out);
-  void lowerUseSwizzle(const tile::Stmt &s, const tile::UseSwizzle &u, thir::Body &out);
+  void lowerUseSwizzle(const tile::UseSwizzle &u, thir::Body &out);
   /// Keeps wgmma groups this many deep in flight (a warp-specialized loop's gemm in flight).
   int wgmmaPending_ = 0;
 

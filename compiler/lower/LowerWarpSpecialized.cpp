@@ -42,13 +42,16 @@ thir::Expr eq(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Eq,
 /// multiples of 8: 168 for 384 threads and one block); the producer keeps 40 and the consumers
 /// take what it gave up, so the block never asks for more than it holds (more deadlocks
 /// setmaxnreg.inc, TileLang's annotate_warp_group_reg_alloc).
+int registersAtEntry(int total, int blocks, const target::TargetInfo &t) {
+  return std::min(t.registersPerThread, t.registersPerSM / (blocks * total)) / 8 * 8;
+}
+
 std::optional<std::pair<int, int>> registerSplit(int consumers, int blocks,
                                                  const target::TargetInfo &t) {
   int total = consumers + kProducerThreads;
   if (static_cast<int64_t>(total) * blocks * t.registersPerThread <= t.registersPerSM)
     return std::nullopt;
-  const int atEntry = std::min(t.registersPerThread, t.registersPerSM / (blocks * total)) / 8 * 8;
-  const int pool = total * atEntry, producer = 40;
+  const int pool = total * registersAtEntry(total, blocks, t), producer = 40;
   int consumer = (pool - kProducerThreads * producer) / consumers / 8 * 8;
   consumer = std::min(consumer, 256);
   return std::make_pair(producer, consumer);
@@ -65,9 +68,7 @@ int blocksPerSM(int consumers, int64_t sharedBytes, int64_t fragmentRegisters,
       blocks * (consumers + kProducerThreads) > t.maxThreadsPerSM)
     return 1;
   auto split = registerSplit(consumers, blocks, t);
-  int consumer = split ? split->second
-                       : std::min(t.registersPerThread,
-                                  t.registersPerSM / (blocks * (consumers + kProducerThreads)));
+  int consumer = split ? split->second : registersAtEntry(consumers + kProducerThreads, blocks, t);
   return fragmentRegisters + 64 <= consumer ? blocks : 1;
 }
 
@@ -146,7 +147,7 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   for (const tile::Stmt &st : k_.body)
     rasterized = rasterized || std::holds_alternative<tile::UseSwizzle>(st.op);
   if (!rasterized)
-    lowerUseSwizzle(k_.body.front(), tile::UseSwizzle{kDefaultSwizzlePanel, true}, out);
+    lowerUseSwizzle(tile::UseSwizzle{kDefaultSwizzlePanel, true}, out);
   // The statements before the loop run in every thread (plan-pipelines checked they only bind
   // values and clear registers); the loop and the rest run in the consumers.
   const tile::Stmt *loopStmt = nullptr;
@@ -353,9 +354,9 @@ void KernelLowering::copyElementwise(const tile::Copy &c, thir::Expr r0, thir::E
   thir::Expr cols = thir::cast(lowerExpr(src->shape[1], {}), i32t);
   // This path runs when the launch could not encode tensor maps (row strides that are not a
   // multiple of 16 bytes), so element by element, and its speed is the latency of the loads:
-  // each thread keeps U loads in flight (branch-free, an element outside the tensor reads
-  // element 0 and stores zero) before it stores them. Each thread keeps one column (P side by
-  // side: a warp reads contiguous bytes of a row) and walks the rows.
+  // each thread keeps U loads in flight (branch-free: an element outside the tensor reads the
+  // nearest one inside and stores zero) before it stores them. Each thread keeps one column (P side
+  // by side: a warp reads contiguous bytes of a row) and walks the rows.
   const int64_t P = std::min<int64_t>(W, kProducerThreads);
   const bool columnWalk = kProducerThreads % P == 0 && W % P == 0;
   const int64_t rowStep = columnWalk ? kProducerThreads / P : 0;
