@@ -170,7 +170,7 @@ static std::optional<int64_t> foldInt(BinOp op, int64_t a, int64_t b) {
   case BinOp::BitXor:
     return a ^ b;
   case BinOp::Shl: {
-    if (b < 0 || b > 62)
+    if (b < 0 || b > 63)
       return std::nullopt;
     // Shifting a negative value left is fine in two's complement; the bits shifted out must
     // equal the sign, or it overflowed.
