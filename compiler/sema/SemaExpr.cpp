@@ -219,14 +219,20 @@ tile::Expr Sema::binary(ast::BinaryOp op, tile::Expr a, tile::Expr b, SourceLoc 
       }
     }
     if (bop == BinOp::Shl || bop == BinOp::Shr) {
-      // Constants fold in 64 bits (and widen, as other constant arithmetic does); a value's
-      // shift stays within its type.
-      DType t = tile::isImm(a) ? DType::Int64 : tile::promote(a, b);
+      // Constants fold in 64 bits (and widen, as other constant arithmetic does). As in C, a
+      // shift has its left operand's type whatever the count's (`u >> s` on a uint32 is logical
+      // for an int32 `s`); a literal on the left is an int32 (int64 when it needs to be).
+      const bool folds = tile::isImm(a) && tile::isImm(b);
+      DType t = folds ? DType::Int64 : a->dtype;
       if (auto n = tile::asConstInt(b); n && (*n < 0 || *n >= dtypeBits(t))) {
         diags_.error(loc, fmt::format("shift count {} outside 0..{} for {}", *n, dtypeBits(t) - 1,
                                       dtypeName(t)));
         return nullptr;
       }
+      if (!folds && b->dtype != t)
+        b = tile::makeCast(b, t);
+      if (!folds && tile::isImm(a))
+        a = tile::makeCast(a, t);
     }
   }
   bool arith = bop <= BinOp::Max || bitwise;
