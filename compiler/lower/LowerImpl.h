@@ -327,10 +327,11 @@ private:
   void addTensorMaps(const PipelinePlan &plan);
   /// The whole kernel body around a warp-specialized loop.
   void lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::Body &out);
-  /// Copies tile `c` (rows from r0, columns from c0) element by element, thread `ptid` of the
+  /// Copies tile `c` (its source region starting at `starts`, Int32 per dimension of the tensor,
+  /// the tile's rows and columns in dimensions `dims`) element by element, thread `ptid` of the
   /// producer warpgroup taking every 128th element, zeros outside the tensor.
-  void copyElementwise(const tile::Copy &c, thir::Expr r0, thir::Expr c0, thir::Expr ptid,
-                       thir::Body &out);
+  void copyElementwise(const tile::Copy &c, TmaDims dims, const std::vector<thir::Expr> &starts,
+                       thir::Expr ptid, thir::Body &out);
   /// A barrier among the threads that run the current code: the block, or after warp
   /// specialization the consumers (named barrier 1).
   thir::Stmt barrier() const;

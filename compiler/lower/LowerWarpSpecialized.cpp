@@ -85,17 +85,27 @@ void KernelLowering::addTensorMaps(const PipelinePlan &plan) {
   for (const tile::Stmt *st : plan.copies) {
     const tile::Copy &c = std::get<tile::Copy>(st->op);
     const tile::BufferPtr &src = c.src.buffer;
+    const TmaDims kept = *tmaCopyable(c);
     const analysis::SharedLayout &l = shared_.at(c.dst.buffer->id).layout;
+    // The map's dimensions are the tensor's, innermost first; the box is one panel of the tile
+    // (its rows and a swizzled line of columns) and one element in every other dimension.
     thir::TensorMapInfo m;
     m.tensor = src->paramIndex;
-    m.box = {static_cast<int>(l.panelBytes / l.elementBytes), static_cast<int>(l.rows)};
     m.swizzleBytes = l.swizzleBytes;
-    thir::Expr rows = hostExpr(src->shape[0]), cols = hostExpr(src->shape[1]);
-    if (!rows || !cols)
-      return;
-    m.dims = {cols, rows};
-    m.strides = {
-        thir::binary(thir::BinOp::Mul, cols, thir::constInt(dtypeBytes(src->dtype), DType::Int64))};
+    thir::Expr stride = thir::constInt(dtypeBytes(src->dtype), DType::Int64);
+    for (size_t d = src->shape.size(); d-- > 0;) {
+      thir::Expr extent = hostExpr(src->shape[d]);
+      if (!extent)
+        return;
+      if (d + 1 < src->shape.size()) {
+        stride = thir::binary(thir::BinOp::Mul, m.dims.back(), stride);
+        m.strides.push_back(stride);
+      }
+      m.dims.push_back(extent);
+      m.box.push_back(d == kept.col   ? static_cast<int>(l.panelBytes / l.elementBytes)
+                      : d == kept.row ? static_cast<int>(l.rows)
+                                      : 1);
+    }
     // One map per tensor and box: copies of the same view share it.
     int index = -1;
     for (size_t i = 0; i < out_.params.size(); ++i) {
@@ -143,13 +153,16 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   // Block order matters to a GEMM's L2 reuse (at 8192^3 a row-major launch order reads the
   // operand panels from DRAM about again): without a use_swizzle the blocks are rasterized
   // in panels of 4 block columns, as gemm_relu asks for.
-  bool rasterized = false;
+  // Only a GEMM's loop (copies and one gemm) is rasterized: attention's blocks of one head share
+  // its K and V, and launching them together (as the grid does) keeps those in L2.
+  bool rasterized = !plan.gemmInFlight;
   for (const tile::Stmt &st : k_.body)
     rasterized = rasterized || std::holds_alternative<tile::UseSwizzle>(st.op);
   if (!rasterized)
     lowerUseSwizzle(tile::UseSwizzle{kDefaultSwizzlePanel, true}, out);
   // The statements before the loop run in every thread (plan-pipelines checked they only bind
-  // values and clear registers); the loop and the rest run in the consumers.
+  // values and clear registers), except the consumer prologue; the loop and the rest run in the
+  // consumers.
   const tile::Stmt *loopStmt = nullptr;
   size_t next = 0;
   for (; next < k_.body.size(); ++next) {
@@ -159,7 +172,9 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
       loopStmt = &st;
       break;
     }
-    lowerStmt(st, out, {});
+    if (std::find(plan.consumerPrologue.begin(), plan.consumerPrologue.end(), &st) ==
+        plan.consumerPrologue.end())
+      lowerStmt(st, out, {});
     if (failed_)
       return;
   }
@@ -228,22 +243,28 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
       const SharedBuffer &sb = shared_.at(c.dst.buffer->id);
       const analysis::SharedLayout &l = sb.layout;
       thir::Expr version = mul(at.version, l.bytes());
-      thir::Expr r0 = lowerExpr(c.src.dims[0].begin, {}), c0 = lowerExpr(c.src.dims[1].begin, {});
-      if (!r0 || !c0)
-        return;
-      r0 = thir::cast(r0, i32t);
-      c0 = thir::cast(c0, i32t);
+      const TmaDims kept = *tmaCopyable(c);
+      std::vector<thir::Expr> starts;
+      for (const tile::RegionDim &d : c.src.dims) {
+        thir::Expr start = lowerExpr(d.begin, {});
+        if (!start)
+          return;
+        starts.push_back(thir::cast(start, i32t));
+      }
       if (useTma) {
         int64_t boxCols = l.panelBytes / l.elementBytes;
-        for (int64_t p = 0; p * l.panelBytes < l.rowBytes; ++p)
-          loop.body.push_back(
-              {thir::TmaLoad{tensorMapOf_.at(st),
-                             {p == 0 ? c0 : add(c0, i32(p * boxCols)), r0},
-                             add(i32(sb.offset + p * l.rows * l.panelBytes), version),
-                             full(slot)}});
+        for (int64_t p = 0; p * l.panelBytes < l.rowBytes; ++p) {
+          // Innermost first: the tile's columns of this panel, then the other dimensions.
+          std::vector<thir::Expr> coords;
+          for (size_t d = starts.size(); d-- > 0;)
+            coords.push_back(d == kept.col && p > 0 ? add(starts[d], i32(p * boxCols)) : starts[d]);
+          loop.body.push_back({thir::TmaLoad{
+              tensorMapOf_.at(st), std::move(coords),
+              add(i32(sb.offset + p * l.rows * l.panelBytes), version), full(slot)}});
+        }
       } else {
         stageOffset_[c.dst.buffer->id] = version;
-        copyElementwise(c, r0, c0, sub(tid, i32(C)), loop.body);
+        copyElementwise(c, kept, starts, sub(tid, i32(C)), loop.body);
         stageOffset_.erase(c.dst.buffer->id);
       }
     }
@@ -265,6 +286,16 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   // ---- Consumers ---------------------------------------------------------------------------
   thir::Body &consumer = roles.otherwise;
   barrierThreads_ = C;
+  for (const tile::Stmt *st : plan.consumerPrologue) {
+    lowerStmt(*st, consumer, {});
+    if (failed_)
+      return;
+  }
+  if (smemWritten_) {
+    // The loop's wgmma reads what the prologue wrote through the generic proxy.
+    consumer.push_back({thir::FenceProxyAsync{}});
+    consumer.push_back(barrier());
+  }
   const tile::Gemm *inFlight = nullptr;
   if (plan.gemmInFlight)
     for (const tile::Stmt &st : f.body)
@@ -276,6 +307,7 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     thir::Expr it = thir::var(loop.var, i32t);
     RingPosition at = position(it);
     onlyIf(at.first, {{thir::MbarrierWait{full(at.slot), at.phase}}}, loop.body);
+    const size_t top = loop.body.size();
     for (const tile::Stmt *st : plan.copies) {
       const tile::BufferPtr &b = std::get<tile::Copy>(st->op).dst.buffer;
       stageOffset_[b->id] = mul(at.version, shared_.at(b->id).layout.bytes());
@@ -301,6 +333,11 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     }
     wgmmaPending_ = 0;
     fencedPoint_.reset();
+    // Consumers synchronize with each other only through barriers: when the body writes shared
+    // memory (a cross-warpgroup reduction, a tile for a gemm), one iteration's writes must wait
+    // until every consumer is done reading the previous iteration's.
+    if (writesShared(loop.body, top))
+      loop.body.insert(loop.body.begin() + static_cast<std::ptrdiff_t>(top), barrier());
     if (inFlight) {
       // The group of iteration it - 1 has completed (wait_group 1, in the wgmma or after it):
       // when that was the last iteration of the previous slot, the slot is free.
@@ -344,14 +381,35 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   out.push_back({std::move(roles)});
 }
 
-void KernelLowering::copyElementwise(const tile::Copy &c, thir::Expr r0, thir::Expr c0,
-                                     thir::Expr ptid, thir::Body &out) {
+void KernelLowering::copyElementwise(const tile::Copy &c, TmaDims dims,
+                                     const std::vector<thir::Expr> &starts, thir::Expr ptid,
+                                     thir::Body &out) {
   const tile::BufferPtr &src = c.src.buffer, &dst = c.dst.buffer;
   std::vector<int64_t> shape = constShape(dst);
   const int64_t R = shape[0], W = shape[1];
   Type i32t{DType::Int32}, i64t{DType::Int64}, et{src->dtype};
-  thir::Expr rows = thir::cast(lowerExpr(src->shape[0], {}), i32t);
-  thir::Expr cols = thir::cast(lowerExpr(src->shape[1], {}), i32t);
+  std::vector<thir::Expr> extents;
+  for (const tile::Expr &e : src->shape)
+    extents.push_back(thir::cast(lowerExpr(e, {}), i32t));
+  thir::Expr rows = extents[dims.row], cols = extents[dims.col];
+  thir::Expr r0 = starts[dims.row], c0 = starts[dims.col];
+  // The other dimensions are single indices: an offset of the whole tile (an index outside the
+  // tensor reads its last element, stored as zero), and the stride between the tile's rows.
+  thir::Expr base, inside, rowStride = thir::cast(cols, i64t);
+  for (size_t d = 0; d < extents.size(); ++d) {
+    if (d == dims.row || d == dims.col)
+      continue;
+    thir::Expr stride = thir::constInt(1, DType::Int64);
+    for (size_t e = d + 1; e < extents.size(); ++e)
+      stride = thir::binary(thir::BinOp::Mul, stride, thir::cast(extents[e], i64t));
+    thir::Expr index = thir::binary(thir::BinOp::Min, starts[d], sub(extents[d], i32(1)));
+    thir::Expr term = thir::binary(thir::BinOp::Mul, thir::cast(index, i64t), stride);
+    base = base ? thir::binary(thir::BinOp::Add, base, term) : term;
+    thir::Expr ok = lt(starts[d], extents[d]);
+    inside = inside ? thir::binary(thir::BinOp::And, inside, ok) : ok;
+    if (d > dims.row)
+      rowStride = thir::binary(thir::BinOp::Mul, rowStride, thir::cast(extents[d], i64t));
+  }
   // This path runs when the launch could not encode tensor maps (row strides that are not a
   // multiple of 16 bytes), so element by element, and its speed is the latency of the loads:
   // each thread keeps U loads in flight (branch-free: an element outside the tensor reads the
@@ -382,16 +440,19 @@ void KernelLowering::copyElementwise(const tile::Copy &c, thir::Expr r0, thir::E
     for (size_t i = 0; i < rs.size(); ++i) {
       thir::Expr gr = add(r0, rs[i]), gc = add(c0, colsAt[i]);
       thir::Expr ok = thir::binary(thir::BinOp::And, lt(gr, rows), lt(gc, cols));
+      if (inside)
+        ok = thir::binary(thir::BinOp::And, ok, inside);
       // A clamped index (the last row and column; the tile is never empty) rather than a
       // select: LLVM sinks a load whose address is selected by `ok` into a branch, and the
       // loads then wait for each other.
       thir::Expr one = i32(1);
       thir::Expr cr = thir::binary(thir::BinOp::Min, gr, sub(rows, one));
       thir::Expr cc = thir::binary(thir::BinOp::Min, gc, sub(cols, one));
-      thir::Expr index =
-          thir::binary(thir::BinOp::Add,
-                       thir::binary(thir::BinOp::Mul, thir::cast(cr, i64t), thir::cast(cols, i64t)),
-                       thir::cast(cc, i64t));
+      thir::Expr index = thir::binary(
+          thir::BinOp::Add, thir::binary(thir::BinOp::Mul, thir::cast(cr, i64t), rowStride),
+          thir::cast(cc, i64t));
+      if (base)
+        index = thir::binary(thir::BinOp::Add, base, index);
       int v = nextVar_++;
       into.push_back({thir::DeclVar{
           v, et,

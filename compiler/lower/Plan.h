@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -30,6 +31,10 @@ struct PipelinePlan {
   /// kernel then runs the statements before the loop in every thread (they only bind values
   /// and clear registers), and the loop and everything after it in the consumers only.
   bool warpSpecialized = false;
+  /// Warp-specialized: statements before the loop that only the consumers run, at the start of
+  /// their branch (copies from global memory into shared buffers the loop does not fill, such as
+  /// attention's Q tile); the other statements before the loop run in every thread.
+  std::vector<const tile::Stmt *> consumerPrologue;
   /// The loop's body is its copies and one gemm: on wgmma, each iteration's group stays in flight
   /// while the next is issued, and a stage is released once the group reading it completed.
   bool gemmInFlight = false;
@@ -98,9 +103,16 @@ void planPipelines(const tile::Program &p, const target::TargetInfo &t, ProgramP
 /// Sets stagesOf: each pipelined buffer gets as many versions as the loop using most of them.
 void countVersions(KernelPlan &kp);
 
-/// Whether global -> shared copy `c` can be one TMA box per panel of `dst`'s layout: a 2-D
-/// tensor, the box the whole shared buffer, a layout TMA writes (canonical swizzled lines).
-bool tmaCopyable(const tile::Copy &c);
+/// The two dimensions of a TMA copy's source that hold the shared tile's rows and columns; the
+/// source's other dimensions are single indices (boxes one element wide).
+struct TmaDims {
+  size_t row = 0, col = 0;
+};
+
+/// Whether global -> shared copy `c` can be one TMA box per panel of `dst`'s layout: a tensor of
+/// at most five dimensions whose region keeps two (the last one among them), the box the whole
+/// shared buffer, a layout TMA writes (canonical swizzled lines). Returns the kept dimensions.
+std::optional<TmaDims> tmaCopyable(const tile::Copy &c);
 
 /// plan-shared: places the shared buffers (and their versions), fewer pipeline stages where
 /// they would not fit in the target's shared memory.

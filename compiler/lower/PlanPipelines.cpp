@@ -117,15 +117,34 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
   for (const tile::Stmt *c : plan.copies)
     if (!tmaCopyable(std::get<tile::Copy>(c->op)))
       return;
-  // The loop is a statement of the kernel's body with only value bindings before it.
+  // The loop is a statement of the kernel's body. Before it come value bindings and cleared
+  // registers (run in every thread) and copies from global memory into shared buffers the loop
+  // does not fill (run by the consumers before their loop, so after the bindings: none of those
+  // may rebind what such a copy reads).
+  std::set<int> ring, readByConsumers;
+  for (const tile::Stmt *c : plan.copies)
+    ring.insert(std::get<tile::Copy>(c->op).dst.buffer->id);
+  std::vector<const tile::Stmt *> consumerPrologue;
   bool found = false;
   for (const tile::Stmt &st : k.body) {
     if (&st == &s) {
       found = true;
       break;
     }
-    if (!runsInEveryThread(st))
+    Refs r;
+    r.stmt(st);
+    if (runsInEveryThread(st)) {
+      for (int v : r.assignedVars)
+        if (readByConsumers.count(v))
+          return;
+      continue;
+    }
+    auto *c = std::get_if<tile::Copy>(&st.op);
+    if (!c || c->src.buffer->scope != tile::Scope::Global ||
+        c->dst.buffer->scope != tile::Scope::Shared || ring.count(c->dst.buffer->id))
       return;
+    consumerPrologue.push_back(&st);
+    readByConsumers.insert(r.vars.begin(), r.vars.end());
   }
   if (!found)
     return;
@@ -142,6 +161,7 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
   if (gemms == 0)
     return;
   plan.warpSpecialized = true;
+  plan.consumerPrologue = std::move(consumerPrologue);
   plan.gemmInFlight = gemms == 1 && others == 0;
   // A slot of at least 32 KiB of tiles (what CUTLASS's 128x128x64 16-bit stages hold).
   int64_t bytes = 0;
@@ -292,24 +312,35 @@ void countVersions(KernelPlan &kp) {
     }
 }
 
-bool tmaCopyable(const tile::Copy &c) {
+std::optional<TmaDims> tmaCopyable(const tile::Copy &c) {
   const tile::BufferPtr &src = c.src.buffer, &dst = c.dst.buffer;
+  const size_t rank = src->shape.size();
+  constexpr size_t kMaxTensorMapRank = 5;
   if (src->scope != tile::Scope::Global || dst->scope != tile::Scope::Shared || !c.dst.whole() ||
-      src->shape.size() != 2 || dst->shape.size() != 2 || src->dtype != dst->dtype ||
-      src->dtype == DType::Bool || c.src.dims.size() != 2)
-    return false;
+      rank < 2 || rank > kMaxTensorMapRank || dst->shape.size() != 2 || src->dtype != dst->dtype ||
+      src->dtype == DType::Bool || c.src.dims.size() != rank)
+    return std::nullopt;
+  std::vector<size_t> kept;
+  for (size_t d = 0; d < rank; ++d)
+    if (!c.src.dims[d].dropped)
+      kept.push_back(d);
+  // The tile's lines must be contiguous in global memory: TMA's innermost dimension.
+  if (kept.size() != 2 || kept[1] != rank - 1)
+    return std::nullopt;
   std::vector<int64_t> shape;
-  for (size_t d = 0; d < 2; ++d) {
-    auto extent = tile::asConstInt(c.src.dims[d].extent);
-    auto want = tile::asConstInt(dst->shape[d]);
-    if (!extent || !want || *extent != *want || c.src.dims[d].dropped)
-      return false;
+  for (size_t i = 0; i < 2; ++i) {
+    auto extent = tile::asConstInt(c.src.dims[kept[i]].extent);
+    auto want = tile::asConstInt(dst->shape[i]);
+    if (!extent || !want || *extent != *want)
+      return std::nullopt;
     shape.push_back(*want);
   }
   analysis::SharedLayout l = analysis::chooseSharedLayout(shape, dtypeBytes(dst->dtype));
   // One box per panel: a panel is one swizzled line wide, its rows one box dimension.
-  return l.swizzleBytes != 0 && l.panelBytes == l.swizzleBytes && l.rows <= 256 &&
-         l.bytes() % 1024 == 0;
+  if (l.swizzleBytes == 0 || l.panelBytes != l.swizzleBytes || l.rows > 256 ||
+      l.bytes() % 1024 != 0)
+    return std::nullopt;
+  return TmaDims{kept[0], kept[1]};
 }
 
 void planPipelines(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan) {

@@ -43,6 +43,11 @@ void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) 
           ", warp-specialized (TMA producer warpgroup, mbarriers at byte {}){}{}", p->barrierOffset,
           p->gemmInFlight ? ", gemm in flight" : "",
           p->itersPerSlot > 1 ? fmt::format(", {} iterations per slot", p->itersPerSlot) : "");
+    if (!p->consumerPrologue.empty()) {
+      out += ", consumers first run";
+      for (const tile::Stmt *c : p->consumerPrologue)
+        out += " " + at(*c);
+    }
     out += "\n";
   }
   for (const auto &[id, sp] : kp.shared)
