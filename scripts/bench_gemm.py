@@ -17,6 +17,8 @@ import subprocess
 import sys
 import time
 
+from bench_common import RAW, clock, emit, fields, fmt, ratio
+
 # KIND -> (input dtype, layout: A then B, 'n' stored as used, 't' stored transposed), as
 # tests/bench/gemm_bench.cpp defines the kinds. Peers compute the GEMM alone, without epilogue.
 KINDS = {
@@ -49,18 +51,6 @@ def read_cases(path):
             else:
                 sys.exit(f"{path}:{lineno}: cannot read: {line.strip()}")
     return cases
-
-
-def fields(line):
-    """key=value words of a BENCH line (a reason= value runs to the end of the line)."""
-    out = {}
-    head, _, reason = line.partition(" reason=")
-    for w in head.split()[1:]:
-        k, _, v = w.partition("=")
-        out[k] = v
-    if reason:
-        out["reason"] = reason.strip()
-    return out
 
 
 def run_tilec(binary, shape, args):
@@ -129,34 +119,6 @@ class Peers:
         emit(f"PEER peer={which} kind={kind} dtype={dtype} layout={layout} M={M} N={N} K={K} "
              f"ms={ms:.4f} tflops={tflops:.1f}" + (f" config={note.replace(' ', '_')}" if note else ""))
         return tflops, note
-
-
-def clock():
-    """SM clock (MHz), temperature and power now, from nvidia-smi ('' where unavailable)."""
-    try:
-        p = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,temperature.gpu,power.draw",
-                            "--format=csv,noheader,nounits"], capture_output=True, text=True,
-                           timeout=20)
-        sm, temp, power = (x.strip() for x in p.stdout.splitlines()[0].split(","))
-        return f"{sm} MHz, {temp} C, {power} W"
-    except Exception:  # noqa: BLE001
-        return ""
-
-
-RAW = []
-
-
-def emit(line):
-    RAW.append(line)
-    print(line, flush=True)
-
-
-def fmt(x):
-    return f"{x:.1f}" if x is not None else "-"
-
-
-def ratio(a, b):
-    return f"{a / b:.2f}x" if a is not None and b else "-"
 
 
 def main():

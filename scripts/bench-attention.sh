@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Attention benchmark against PyTorch's SDPA (cuDNN and FlashAttention-2 backends), in two halves
+# like scripts/bench-gemm.sh. The cases are listed in tests/bench/attention-cases.txt.
+#
+#   scripts/bench-attention.sh build   here: compile every case with tilec (TILEC, default
+#                                      build/bin/tilec) into .bench-attention/gen/CASE/ in
+#                                      namespace tile::bench::CASE, and build one host program
+#                                      per case, .bench-attention/bin/CASE
+#                                      (tests/bench/attention_bench.cpp)
+#   scripts/bench-attention.sh run     on the GPU machine, with .bench-attention/ carried there:
+#                                      every case at its shapes next to its peers
+#                                      (scripts/bench_attention.py); the table goes to stdout and
+#                                      to $OUT/bench-attention.md when OUT is set
+#
+# run takes BENCH_CASES (a regular expression over case names), BENCH_SHAPES (a comma list of
+# BxHxS overriding every case's shapes), BENCH_WARMUP and BENCH_REPS (default 10 and 50) and
+# BENCH_SEED. The exit status is non-zero when any case failed to build, launch or check.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+bench=$root/.bench-attention
+cuda=${CUDA_HOME:-/usr/local/cuda}
+cases=$root/tests/bench/attention-cases.txt
+conformance=${CONFORMANCE:-$root/../shared/conformance}
+
+# Compiles one case (NAME DTYPE SOURCE [D=V|--flag...]); returns non-zero on failure, with the
+# reason in .bench-attention/failed/NAME.txt.
+build_case() {
+  local tilec=$1 name=$2 dtype=$3 src=$4
+  shift 4
+  local flags=() d
+  for d in "$@"; do
+    case $d in
+    --*) flags+=("$d") ;;
+    *) flags+=(-D "$d") ;;
+    esac
+  done
+  case $src in
+  conformance/*) src=$conformance/${src#conformance/} ;;
+  *) src=$root/$src ;;
+  esac
+  local gen=$bench/gen/$name log=$bench/failed/$name.txt stem
+  stem=$(basename "$src" .tile)
+  mkdir -p "$gen"
+  if ! "$tilec" compile "$src" -o "$gen" --emit cubin,header --namespace "tile::bench::$name" \
+    ${flags[@]+"${flags[@]}"} >"$log" 2>&1; then
+    sed -i '1i tilec compile failed:' "$log"
+    return 1
+  fi
+  local bf16=()
+  [ "$dtype" = bf16 ] && bf16=(-DBENCH_BF16)
+  if ! g++ -std=c++17 -O2 -Wall -Wextra -I"$gen" -I"$root/tests/gpu" -I"$cuda/include" \
+    -DBENCH_CASE="$name" -DBENCH_HEADER="\"$stem.h\"" -DBENCH_NS="tile::bench::$name" \
+    ${bf16[@]+"${bf16[@]}"} "$root/tests/bench/attention_bench.cpp" -o "$bench/bin/$name" \
+    -L"$cuda/lib64/stubs" -lcuda >"$log" 2>&1; then
+    sed -i '1i host program build failed:' "$log"
+    return 1
+  fi
+  rm -f "$log"
+}
+
+case "${1:-}" in
+build)
+  tilec=${TILEC:-$root/build/bin/tilec}
+  [ -x "$tilec" ] || { echo "build tilec first (scripts/build.sh), or set TILEC"; exit 1; }
+  [ -d "$conformance" ] || { echo "no conformance folder at $conformance (set CONFORMANCE)"; exit 1; }
+  rm -rf "$bench" && mkdir -p "$bench/gen" "$bench/bin" "$bench/failed"
+  cp "$cases" "$bench/cases.txt"
+  status=0 built=() failed=()
+  while read -r keyword name dtype _set src defines; do
+    [ "$keyword" = case ] || continue
+    # shellcheck disable=SC2086 # defines are whitespace-separated NAME=VALUE words
+    if build_case "$tilec" "$name" "$dtype" "$src" $defines; then
+      built+=("$name")
+    else
+      failed+=("$name")
+      status=1
+      echo "FAILED $name:" && sed 's/^/  /' "$bench/failed/$name.txt"
+    fi
+  done <"$cases"
+  git -C "$root" rev-parse --short HEAD >"$bench/COMMIT" 2>/dev/null || true
+  "$tilec" --version >"$bench/TILEC_VERSION" 2>&1 || true
+  echo "built (${#built[@]}): ${built[*]}"
+  [ ${#failed[@]} = 0 ] || echo "FAILED (${#failed[@]}): ${failed[*]}"
+  exit $status
+  ;;
+run)
+  [ -f "$bench/cases.txt" ] || { echo "no .bench-attention/cases.txt: run '$0 build' first (and carry .bench-attention/)"; exit 1; }
+  exec python3 "$root/scripts/bench_attention.py" --bench "$bench" ${OUT:+--out "$OUT/bench-attention.md"}
+  ;;
+*)
+  echo "usage: $0 build|run"
+  exit 1
+  ;;
+esac

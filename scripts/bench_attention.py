@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""The run half of scripts/bench-attention.sh: every case of .bench-attention/cases.txt (a copy of
+tests/bench/attention-cases.txt) at each of its shapes, next to PyTorch's scaled dot-product
+attention on its cuDNN and FlashAttention-2 backends, as a markdown table.
+
+For each (case, shape) cell: the case's program (one process, one kernel; it checks its output and
+times itself) and the cuDNN peer run back to back, their order alternating from cell to cell, then
+the flash peer; then the SM clock, temperature and power are read (the GPU throttles under load,
+so only adjacent measurements compare). Peers get the same dtype, causality and shape (laid out
+(B, H, S, D), their native layout), the same warm-up and repetition counts and the same
+CUDA-event median without an L2 flush. Exits 1 if any case failed to build, launch or check.
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+from bench_common import RAW, clock, emit, fields, fmt, ratio
+
+
+def read_cases(path):
+    """Cases of an attention-cases.txt: dicts with name, dtype, causal, shapes (B, H, S)."""
+    sets, cases = {}, []
+    with open(path) as f:
+        for lineno, line in enumerate(f, 1):
+            words = line.split("#", 1)[0].split()
+            if not words:
+                continue
+            if words[0] == "shapes" and len(words) >= 3:
+                sets[words[1]] = [tuple(int(x) for x in s.split("x")) for s in words[2:]]
+            elif words[0] == "case" and len(words) >= 5:
+                name, dtype, shape_set = words[1:4]
+                if dtype not in ("fp16", "bf16"):
+                    sys.exit(f"{path}:{lineno}: unknown dtype {dtype}")
+                if shape_set not in sets:
+                    sys.exit(f"{path}:{lineno}: unknown shape set {shape_set}")
+                cases.append({"name": name, "dtype": dtype, "shapes": sets[shape_set]})
+            else:
+                sys.exit(f"{path}:{lineno}: cannot read: {line.strip()}")
+    return cases
+
+
+def run_tilec(binary, shape, args):
+    """Runs one case's program: (TFLOP/s, ms, D, causal, status) with None where it failed."""
+    B, H, S = shape
+    cmd = [binary, str(B), str(H), str(S), "--warmup", str(args.warmup), "--reps", str(args.reps),
+           "--seed", str(args.seed)]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return None, None, None, None, f"FAILED: timed out after {args.timeout} s"
+    lines = [l for l in p.stdout.splitlines() if l.startswith("BENCH ")]
+    for l in lines:
+        emit(l)
+    for l in p.stderr.splitlines():
+        emit(f"  stderr: {l}")
+    f = fields(lines[-1]) if lines else {}
+    D = int(f["D"]) if "D" in f else None
+    causal = f.get("causal") == "1"
+    if p.returncode == 0 and f.get("status") == "ok":
+        return float(f["tflops"]), float(f["ms"]), D, causal, "ok"
+    if "reason" in f:
+        return None, None, D, causal, f"FAILED: wrong result: {f['reason']}"
+    tail = (p.stderr.strip().splitlines() or p.stdout.strip().splitlines() or ["no output"])[-1]
+    return None, None, D, causal, f"FAILED: exit {p.returncode}: {tail}"
+
+
+def describe(binary):
+    """D and causality of a case, from a run at the smallest shape."""
+    p = subprocess.run([binary, "1", "1", "1", "--warmup", "0", "--reps", "1"],
+                       capture_output=True, text=True, timeout=60)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("BENCH ")]
+    f = fields(lines[-1]) if lines else {}
+    return (int(f["D"]), f.get("causal") == "1") if "D" in f else (None, None)
+
+
+class Peers:
+    """SDPA through torch on the cuDNN and flash backends; None where torch is missing."""
+
+    def __init__(self):
+        try:
+            import torch
+            from torch.nn.attention import SDPBackend, sdpa_kernel
+            self.torch, self.backends, self.sdpa_kernel = torch, {
+                "cudnn": SDPBackend.CUDNN_ATTENTION, "flash": SDPBackend.FLASH_ATTENTION}, sdpa_kernel
+            self.error = None
+        except Exception as e:  # noqa: BLE001 (torch or CUDA missing: tilec alone still runs)
+            self.torch = None
+            self.error = f"{type(e).__name__}: {e}"
+
+    def median_ms(self, fn, warmup, reps):
+        torch = self.torch
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for _ in range(reps):
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+        times.sort()
+        return times[len(times) // 2]
+
+    def run(self, which, dtype, D, causal, shape, args):
+        """(TFLOP/s or None, note) of one SDPA backend."""
+        if self.torch is None:
+            return None, f"unavailable ({self.error})"
+        torch = self.torch
+        B, H, S = shape
+        try:
+            g = torch.Generator(device="cuda").manual_seed(args.seed)
+            dt = torch.float16 if dtype == "fp16" else torch.bfloat16
+            q, k, v = (torch.rand(B, H, S, D, device="cuda", generator=g, dtype=dt) * 2 - 1
+                       for _ in range(3))
+            with self.sdpa_kernel(self.backends[which]):
+                def fn():
+                    return torch.nn.functional.scaled_dot_product_attention(q, k, v,
+                                                                            is_causal=causal)
+                fn()
+                ms = self.median_ms(fn, args.warmup, args.reps)
+        except Exception as e:  # noqa: BLE001 (one peer failing must not stop the run)
+            return None, f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        finally:
+            torch.cuda.empty_cache()
+        tflops = 4.0 * B * H * S * S * D * (0.5 if causal else 1.0) / ms / 1e9
+        emit(f"PEER peer={which} dtype={dtype} D={D} causal={int(causal)} B={B} H={H} S={S} "
+             f"ms={ms:.4f} tflops={tflops:.1f}")
+        return tflops, ""
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--bench", default=os.path.join(os.path.dirname(__file__), "..",
+                                                    ".bench-attention"))
+    ap.add_argument("--out", help="also write the markdown here")
+    ap.add_argument("--cases", default=os.environ.get("BENCH_CASES", ""),
+                    help="regular expression: run the cases whose name it matches (BENCH_CASES)")
+    ap.add_argument("--shapes", default=os.environ.get("BENCH_SHAPES", ""),
+                    help="comma list of BxHxS for every case instead of its own (BENCH_SHAPES)")
+    ap.add_argument("--warmup", type=int, default=int(os.environ.get("BENCH_WARMUP", "10")))
+    ap.add_argument("--reps", type=int, default=int(os.environ.get("BENCH_REPS", "50")))
+    ap.add_argument("--seed", type=int, default=int(os.environ.get("BENCH_SEED", "1")))
+    ap.add_argument("--timeout", type=int, default=300, help="seconds per case program")
+    args = ap.parse_args()
+    if args.reps < 20:
+        sys.exit("--reps must be at least 20")
+
+    bench = os.path.abspath(args.bench)
+    cases = read_cases(os.path.join(bench, "cases.txt"))
+    if args.cases:
+        cases = [c for c in cases if re.search(args.cases, c["name"])]
+    override = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",") if s]
+
+    def read(name, default=""):
+        try:
+            with open(os.path.join(bench, name)) as f:
+                return f.read().strip()
+        except OSError:
+            return default
+
+    started = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
+    emit(f"# tilec attention benchmark, {started}, commit {read('COMMIT', 'unknown')}, "
+         f"{read('TILEC_VERSION', 'tilec ?')}")
+    emit(f"# device: {clock() or 'nvidia-smi unavailable'}; warm-up {args.warmup}, "
+         f"median of {args.reps}, seed {args.seed}")
+    peers = Peers()
+    if peers.torch is None:
+        emit(f"# peers unavailable: {peers.error}")
+    else:
+        emit(f"# {peers.torch.cuda.get_device_name()}, torch {peers.torch.__version__} "
+             f"(CUDA {peers.torch.version.cuda}, cuDNN {peers.torch.backends.cudnn.version()})")
+
+    rows, failed, cell = [], [], 0
+    for case in cases:
+        name, dtype = case["name"], case["dtype"]
+        binary = os.path.join(bench, "bin", name)
+        if not os.access(binary, os.X_OK):
+            lines = (read(os.path.join("failed", name + ".txt")) or "program missing").splitlines()
+            failed.append(f"{name}: FAILED: {lines[-1]}")
+            continue
+        D, causal = describe(binary)
+        if D is None:
+            failed.append(f"{name}: FAILED: the program does not run")
+            continue
+        for shape in override or case["shapes"]:
+            shape_text = "x".join(map(str, shape))
+            emit(f"## {name} {shape_text}")
+            order = ("tilec", "cudnn") if cell % 2 == 0 else ("cudnn", "tilec")
+            cell += 1
+            result = {}
+            for who in order:
+                if who == "tilec":
+                    result["tilec"] = run_tilec(binary, shape, args)
+                else:
+                    result["cudnn"] = peers.run("cudnn", dtype, D, causal, shape, args)
+            result["flash"] = peers.run("flash", dtype, D, causal, shape, args)
+            clk = clock()
+            emit(f"CLOCK after {name} {shape_text}: {clk}")
+            ours, ms, _, _, status = result["tilec"]
+            if status.startswith("FAILED"):
+                failed.append(f"{name} {shape_text}: {status}")
+            cud, cud_note = result["cudnn"]
+            fla, fla_note = result["flash"]
+            rows.append([name, f"{dtype} D={D}{' causal' if causal else ''}", shape_text,
+                         f"{ms:.4f}" if ms is not None else "-", fmt(ours),
+                         fmt(cud) if cud else cud_note, fmt(fla) if fla else fla_note,
+                         ratio(ours, cud), ratio(ours, fla), clk or "-", status])
+
+    head = ["case", "dtype", "B x H x S", "tilec ms", "tilec TFLOP/s", "cuDNN TFLOP/s",
+            "FA2 TFLOP/s", "tilec/cuDNN", "tilec/FA2", "GPU after (SM clock, temp, power)",
+            "status"]
+    table = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    table += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    print()
+    print("\n".join(table))
+    if failed:
+        print("\nFAILED:\n" + "\n".join("  " + f for f in failed))
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(f"# tilec attention benchmark ({started})\n\n")
+            f.write("cuDNN and FA2 are torch.nn.functional.scaled_dot_product_attention on its "
+                    "CUDNN_ATTENTION and FLASH_ATTENTION backends, same dtype, causality and "
+                    "shape; TFLOP/s count 4 B H S^2 D, half of it causal. tilec and cuDNN ran back "
+                    "to back for every row.\n\n")
+            f.write("\n".join(table) + "\n")
+            if failed:
+                f.write("\nFAILED:\n\n" + "\n".join("- " + x for x in failed) + "\n")
+            f.write("\n## Raw lines\n\n```\n" + "\n".join(RAW) + "\n```\n")
+        print(f"\nwrote {args.out}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
