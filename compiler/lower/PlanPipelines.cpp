@@ -9,6 +9,7 @@
 // body computed from those (re-run for the issued iteration). Everything else in the loop keeps
 // its order; a loop without such copies runs with one stage.
 #include "lower/Plan.h"
+#include "lower/Refs.h"
 #include "tileir/OpInterface.h"
 
 #include <algorithm>
@@ -18,38 +19,6 @@
 namespace tilec::lower {
 
 namespace {
-
-/// Buffers and variables a piece of tile IR refers to, and the variables and buffers it writes.
-struct Refs {
-  std::set<int> buffers, vars, assignedVars, writtenBuffers;
-
-  void expr(const tile::Expr &e) {
-    tile::forEachNode(e, [&](const tile::Node &n) {
-      if (auto *v = std::get_if<tile::VarRef>(&n.op))
-        vars.insert(v->var->id);
-      else if (auto *l = std::get_if<tile::Load>(&n.op))
-        buffers.insert(l->buffer->id);
-    });
-  }
-  void body(const tile::Body &b) {
-    for (const tile::Stmt &s : b)
-      stmt(s);
-  }
-  void stmt(const tile::Stmt &s) {
-    tile::Operands o = tile::operandsOf(s);
-    for (const tile::BufferUse &u : o.uses) {
-      buffers.insert(u.buffer->id);
-      if (tile::writes(u.access))
-        writtenBuffers.insert(u.buffer->id);
-    }
-    for (const tile::VarPtr &v : o.defines)
-      assignedVars.insert(v->id);
-    for (const tile::Expr *e : o.exprs)
-      expr(*e);
-    for (const tile::Body *b : o.bodies)
-      body(*b);
-  }
-};
 
 /// Whether `b` refers to buffer `id` anywhere (its expressions, uses and nested bodies).
 bool references(const tile::Stmt &st, int id) {
@@ -99,6 +68,7 @@ bool runsInEveryThread(const tile::Stmt &s) {
                           return !reads;
                         },
                         [](const tile::UseSwizzle &) { return true; },
+                        [](const tile::AnnotateLayout &) { return true; },
                         [](const tile::Fill &f) {
                           return f.dst.buffer->scope == tile::Scope::Fragment ||
                                  f.dst.buffer->scope == tile::Scope::Local;

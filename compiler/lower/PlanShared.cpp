@@ -1,9 +1,14 @@
 // plan-shared: where each alloc_shared buffer lives in dynamic shared memory. Buffers are
 // placed in program order, each on TargetInfo::sharedBufferAlign (the swizzle period), with one
-// version per stage of the pipeline that fills it; lowering's scratch space follows them.
+// version per stage of the pipeline that fills it, at the lowest offset where it overlaps no
+// buffer live at the same time: a buffer only used after a loop (an epilogue's staging tile)
+// takes the place of one only used before and in it (attention's Q tile). Lowering's scratch
+// space follows them.
 #include "lower/Plan.h"
+#include "lower/Refs.h"
 
 #include <algorithm>
+#include <map>
 
 namespace tilec::lower {
 
@@ -11,9 +16,38 @@ namespace {
 
 int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
+/// The first and last statement of the kernel's body that use each shared buffer (a buffer no
+/// statement uses is live throughout). Lowering puts a barrier between a statement's shared
+/// accesses and a later statement's writes, so two buffers whose ranges do not meet never hold
+/// live data at once, except where copies are issued ahead: a pipeline's versions are written
+/// without such a barrier (cp.async issued before the loop, a warp-specialized producer that
+/// starts while the consumers still run the statements before the loop), so the buffers that
+/// pipelines fill are live throughout.
+std::map<int, std::pair<size_t, size_t>> liveRanges(const tile::Kernel &k, const KernelPlan &kp) {
+  std::map<int, std::pair<size_t, size_t>> live;
+  for (size_t i = 0; i < k.body.size(); ++i) {
+    Refs r;
+    r.stmt(k.body[i]);
+    for (int id : r.buffers) {
+      auto [it, fresh] = live.try_emplace(id, i, i);
+      it->second.second = i;
+    }
+  }
+  const std::pair<size_t, size_t> always{0, k.body.empty() ? 0 : k.body.size() - 1};
+  for (const auto &[loop, p] : kp.pipelines)
+    for (const tile::Stmt *c : p.copies)
+      live[std::get<tile::Copy>(c->op).dst.buffer->id] = always;
+  for (const tile::BufferPtr &b : k.buffers)
+    if (b->scope == tile::Scope::Shared)
+      live.try_emplace(b->id, always);
+  return live;
+}
+
 void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &kp) {
   auto place = [&] {
+    const auto live = liveRanges(k, kp);
     int64_t offset = 0;
+    std::vector<const tile::BufferPtr *> placed;
     for (const tile::BufferPtr &b : k.buffers) {
       if (b->scope != tile::Scope::Shared)
         continue;
@@ -22,11 +56,30 @@ void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &
       for (const tile::Expr &d : b->shape)
         shape.push_back(*tile::asConstInt(d));
       sb.layout = analysis::chooseSharedLayout(shape, dtypeBytes(b->dtype));
-      sb.offset = alignUp(offset, t.sharedBufferAlign);
       auto versions = kp.stagesOf.find(b->id);
       sb.versions = versions == kp.stagesOf.end() ? 1 : versions->second;
-      offset = sb.offset + sb.layout.bytes() * sb.versions;
+      const int64_t bytes = sb.layout.bytes() * sb.versions;
+      // First fit among the buffers live at the same time (in placement order, so that the
+      // result does not depend on anything but the program).
+      auto [first, last] = live.at(b->id);
+      int64_t at = 0;
+      for (bool moved = true; moved;) {
+        moved = false;
+        at = alignUp(at, t.sharedBufferAlign);
+        for (const tile::BufferPtr *o : placed) {
+          auto [oFirst, oLast] = live.at((*o)->id);
+          const SharedPlacement &os = kp.shared.at((*o)->id);
+          const int64_t oEnd = os.offset + os.layout.bytes() * os.versions;
+          if (oFirst <= last && first <= oLast && os.offset < at + bytes && at < oEnd) {
+            at = oEnd;
+            moved = true;
+          }
+        }
+      }
+      sb.offset = at;
+      offset = std::max(offset, at + bytes);
       kp.shared[b->id] = sb;
+      placed.push_back(&b);
     }
     // The full and empty mbarrier rings of warp-specialized loops, in source order.
     std::vector<PipelinePlan *> rings;

@@ -106,10 +106,9 @@ Options parse(int argc, char **argv) {
 }
 
 void printHead(const Options &o) {
-  std::printf("BENCH case=%s dtype=%s D=%lld causal=%d B=%lld H=%lld S=%lld",
-              BENCH_STR(BENCH_CASE), kDtype, static_cast<long long>(kD), kCausal ? 1 : 0,
-              static_cast<long long>(o.B), static_cast<long long>(o.H),
-              static_cast<long long>(o.S));
+  std::printf("BENCH case=%s dtype=%s D=%lld causal=%d B=%lld H=%lld S=%lld", BENCH_STR(BENCH_CASE),
+              kDtype, static_cast<long long>(kD), kCausal ? 1 : 0, static_cast<long long>(o.B),
+              static_cast<long long>(o.H), static_cast<long long>(o.S));
 }
 
 int fail(const Options &o, const std::string &reason) {

@@ -144,7 +144,9 @@ int runMla(const char *name, const MlaFn &fn, std::mt19937 &rng, int64_t batch, 
   if (timeIt) {
     double ms = medianMs([&] { fn(dq, dqpe, dkv, dkpe, dout, batch, seqlen); }, 3, 10);
     double bytes = 2.0 * batch * seqlen * (dim + pe);
-    std::printf("  %.3f ms  %.1f GB/s of KV", ms, bytes / ms / 1e6);
+    // FLOPs: Q K^T over dim + pe and P V over dim, for every head and key.
+    double flop = 2.0 * batch * heads * seqlen * (dim + pe + dim);
+    std::printf("  %.3f ms  %.1f GB/s of KV  %.1f TFLOP/s", ms, bytes / ms / 1e6, flop / ms / 1e9);
   }
   std::printf("\n");
   return ok ? 0 : 1;
@@ -184,6 +186,7 @@ int main() {
                            tile::sm80::mla_decode_split::mla_decode_combine>();
   failures += runMla("mla_decode sm_90a", mla, rng, 2, 1000, false);
   failures += runMla("mla_decode sm_90a", mla, rng, 64, 4096, true);
+  failures += runMla("mla_decode sm_90a", mla, rng, 128, 8192, true);
   failures += runMla("mla_split sm_90a", split90, rng, 1, 1, false);
   failures += runMla("mla_split sm_90a", split90, rng, 2, 1000, false);
   failures += runMla("mla_split sm_80", split80, rng, 2, 1000, false);
