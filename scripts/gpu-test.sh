@@ -23,6 +23,9 @@ build)
   "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/causal" -D causal=True \
     --namespace tile::flash_causal --emit cubin,ptx,header,layout
   "$tilec" compile "$root/samples/mla_decode.tile" -o "$gpu/gen/mla" --emit cubin,ptx,header,layout
+  mkdir -p "$gpu/gen/mla16"
+  "$tilec" compile "$root/samples/mla_decode_split.tile" -o "$gpu/gen/mla16" -D num_split=16 \
+    --namespace tile::mla_split16 --emit cubin,ptx,header,layout
   # GEMM samples for both arch paths, in namespaces that can share a test program.
   for sample in gemm_relu gemm_bias_gelu flash_attention softmax rmsnorm_silu mla_decode_split; do
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen/sm_90a" --arch sm_90a --emit cubin,ptx,header,layout
