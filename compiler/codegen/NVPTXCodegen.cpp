@@ -1032,13 +1032,20 @@ Value *KernelEmitter::binary(thir::BinOp op, Value *a, Value *b, thir::Type t) {
   }
   bool fp = isFloat(et);
   bool sgn = isSigned(et);
+  // The program's own +, - and * may contract (a * b + c -> fma) as nvcc's code does by
+  // default; the math library's sequences are built without the flag and keep their roundings.
+  auto contractible = [&](Value *v) {
+    if (auto *i = llvm::dyn_cast<llvm::Instruction>(v); i && opts_.fuseMultiplyAdd)
+      i->setHasAllowContract(true);
+    return v;
+  };
   switch (op) {
   case BinOp::Add:
-    return fp ? b_.CreateFAdd(a, b) : b_.CreateAdd(a, b);
+    return fp ? contractible(b_.CreateFAdd(a, b)) : b_.CreateAdd(a, b);
   case BinOp::Sub:
-    return fp ? b_.CreateFSub(a, b) : b_.CreateSub(a, b);
+    return fp ? contractible(b_.CreateFSub(a, b)) : b_.CreateSub(a, b);
   case BinOp::Mul:
-    return fp ? b_.CreateFMul(a, b) : b_.CreateMul(a, b);
+    return fp ? contractible(b_.CreateFMul(a, b)) : b_.CreateMul(a, b);
   case BinOp::Div:
     if (fp && et == DType::Float32 && !opts_.preciseDiv) {
       // div.full.f32: at most 2 ulp off, full range, no slow path (TileLang's fast-math default).

@@ -50,6 +50,9 @@ struct TargetOptions {
   /// float32 `/` as IEEE division (div.rn.f32, with its slow path) instead of div.full.f32
   /// (at most 2 ulp, full range): `tilec compile --precise-div`.
   bool preciseDiv = false;
+  /// float32/float16 `a * b + c` may be one fused multiply-add (one rounding instead of two),
+  /// as nvcc's default `--fmad=true`: `tilec compile --no-fma` keeps every operation rounded.
+  bool fuseMultiplyAdd = true;
   /// Run LLVM's loop strength reduction. Off by default: it turns every address of a pipelined
   /// loop's copies into its own 64-bit induction variable (25 in gemm_relu), which then spills
   /// the accumulators; recomputing addresses from the loop counter is cheaper than spilling.

@@ -25,6 +25,8 @@ struct DriverOptions {
   bool preciseDiv = false;
   /// tanh and sigmoid by tanh.approx.f32 (relative error about 2^-11) instead of ~1e-6.
   bool fastMath = false;
+  /// Keep a * b + c as two rounded operations (no fused multiply-add).
+  bool noFma = false;
   /// What the header embeds: "cubin" (machine code for --arch only) or "ptx" (compiled by the
   /// driver at load, so it also runs on newer GPUs, e.g. an sm_80 build on an H200).
   std::string embed = "cubin";

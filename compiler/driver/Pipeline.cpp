@@ -26,6 +26,7 @@ codegen::TargetOptions Compilation::codegenOptions() const {
   to.target = target;
   to.preciseDiv = opts.preciseDiv;
   to.fastMath = opts.fastMath;
+  to.fuseMultiplyAdd = !opts.noFma;
   return to;
 }
 

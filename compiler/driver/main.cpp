@@ -122,6 +122,9 @@ int main(int argc, char **argv) {
                     "float32 '/' as IEEE division (default: div.full.f32, at most 2 ulp)");
   compile->add_flag("--fast-math", opts.fastMath,
                     "tanh and sigmoid by tanh.approx.f32 (relative error ~2^-11, default ~1e-6)");
+  compile->add_flag("--no-fma", opts.noFma,
+                    "keep a * b + c as two rounded operations (default: may fuse into one fma, "
+                    "as nvcc --fmad=true)");
   compile->add_option("--layout-detail", layoutDetail, "summary or full")
       ->check(CLI::IsMember({"summary", "full"}));
 
