@@ -12,12 +12,11 @@ CUDA-event median without an L2 flush. Exits 1 if any case failed to build, laun
 """
 import argparse
 import os
-import re
 import subprocess
 import sys
-import time
 
-from bench_common import RAW, clock, emit, fields, fmt, ratio
+from bench_common import (add_run_options, begin, clock, emit, fields, fmt, median_ms, ratio,
+                          read_text, report, run_case)
 
 
 def read_cases(path):
@@ -44,27 +43,12 @@ def read_cases(path):
 
 def run_tilec(binary, shape, args):
     """Runs one case's program: (TFLOP/s, ms, D, causal, status) with None where it failed."""
-    B, H, S = shape
-    cmd = [binary, str(B), str(H), str(S), "--warmup", str(args.warmup), "--reps", str(args.reps),
-           "--seed", str(args.seed)]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return None, None, None, None, f"FAILED: timed out after {args.timeout} s"
-    lines = [l for l in p.stdout.splitlines() if l.startswith("BENCH ")]
-    for l in lines:
-        emit(l)
-    for l in p.stderr.splitlines():
-        emit(f"  stderr: {l}")
-    f = fields(lines[-1]) if lines else {}
+    f, status = run_case(binary, shape, args)
     D = int(f["D"]) if "D" in f else None
     causal = f.get("causal") == "1"
-    if p.returncode == 0 and f.get("status") == "ok":
-        return float(f["tflops"]), float(f["ms"]), D, causal, "ok"
-    if "reason" in f:
-        return None, None, D, causal, f"FAILED: wrong result: {f['reason']}"
-    tail = (p.stderr.strip().splitlines() or p.stdout.strip().splitlines() or ["no output"])[-1]
-    return None, None, D, causal, f"FAILED: exit {p.returncode}: {tail}"
+    if status == "ok":
+        return float(f["tflops"]), float(f["ms"]), D, causal, status
+    return None, None, D, causal, status
 
 
 def describe(binary):
@@ -90,22 +74,6 @@ class Peers:
             self.torch = None
             self.error = f"{type(e).__name__}: {e}"
 
-    def median_ms(self, fn, warmup, reps):
-        torch = self.torch
-        for _ in range(warmup):
-            fn()
-        torch.cuda.synchronize()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(reps):
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end))
-        times.sort()
-        return times[len(times) // 2]
-
     def run(self, which, dtype, D, causal, shape, args):
         """(TFLOP/s or None, note) of one SDPA backend."""
         if self.torch is None:
@@ -122,7 +90,7 @@ class Peers:
                     return torch.nn.functional.scaled_dot_product_attention(q, k, v,
                                                                             is_causal=causal)
                 fn()
-                ms = self.median_ms(fn, args.warmup, args.reps)
+                ms = median_ms(torch, fn, args.warmup, args.reps)
         except Exception as e:  # noqa: BLE001 (one peer failing must not stop the run)
             return None, f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         finally:
@@ -135,39 +103,13 @@ class Peers:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bench", default=os.path.join(os.path.dirname(__file__), "..",
-                                                    ".bench-attention"))
-    ap.add_argument("--out", help="also write the markdown here")
-    ap.add_argument("--cases", default=os.environ.get("BENCH_CASES", ""),
-                    help="regular expression: run the cases whose name it matches (BENCH_CASES)")
-    ap.add_argument("--shapes", default=os.environ.get("BENCH_SHAPES", ""),
-                    help="comma list of BxHxS for every case instead of its own (BENCH_SHAPES)")
-    ap.add_argument("--warmup", type=int, default=int(os.environ.get("BENCH_WARMUP", "10")))
-    ap.add_argument("--reps", type=int, default=int(os.environ.get("BENCH_REPS", "50")))
-    ap.add_argument("--seed", type=int, default=int(os.environ.get("BENCH_SEED", "1")))
-    ap.add_argument("--timeout", type=int, default=300, help="seconds per case program")
+    add_run_options(ap, os.path.join(os.path.dirname(__file__), "..", ".bench-attention"), "BxHxS")
     args = ap.parse_args()
-    if args.reps < 20:
-        sys.exit("--reps must be at least 20")
-
-    bench = os.path.abspath(args.bench)
-    cases = read_cases(os.path.join(bench, "cases.txt"))
-    if args.cases:
-        cases = [c for c in cases if re.search(args.cases, c["name"])]
-    override = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",") if s]
+    bench, cases, override, started = begin("tilec attention benchmark", args, read_cases)
 
     def read(name, default=""):
-        try:
-            with open(os.path.join(bench, name)) as f:
-                return f.read().strip()
-        except OSError:
-            return default
+        return read_text(bench, name, default)
 
-    started = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
-    emit(f"# tilec attention benchmark, {started}, commit {read('COMMIT', 'unknown')}, "
-         f"{read('TILEC_VERSION', 'tilec ?')}")
-    emit(f"# device: {clock() or 'nvidia-smi unavailable'}; warm-up {args.warmup}, "
-         f"median of {args.reps}, seed {args.seed}")
     peers = Peers()
     if peers.torch is None:
         emit(f"# peers unavailable: {peers.error}")
@@ -214,25 +156,11 @@ def main():
     head = ["case", "dtype", "B x H x S", "tilec ms", "tilec TFLOP/s", "cuDNN TFLOP/s",
             "FA2 TFLOP/s", "tilec/cuDNN", "tilec/FA2", "GPU after (SM clock, temp, power)",
             "status"]
-    table = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    table += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
-    print()
-    print("\n".join(table))
-    if failed:
-        print("\nFAILED:\n" + "\n".join("  " + f for f in failed))
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(f"# tilec attention benchmark ({started})\n\n")
-            f.write("cuDNN and FA2 are torch.nn.functional.scaled_dot_product_attention on its "
-                    "CUDNN_ATTENTION and FLASH_ATTENTION backends, same dtype, causality and "
-                    "shape; TFLOP/s count 4 B H S^2 D, half of it causal. tilec and cuDNN ran back "
-                    "to back for every row.\n\n")
-            f.write("\n".join(table) + "\n")
-            if failed:
-                f.write("\nFAILED:\n\n" + "\n".join("- " + x for x in failed) + "\n")
-            f.write("\n## Raw lines\n\n```\n" + "\n".join(RAW) + "\n```\n")
-        print(f"\nwrote {args.out}")
-    return 1 if failed else 0
+    return report("tilec attention benchmark", started,
+                  "cuDNN and FA2 are torch.nn.functional.scaled_dot_product_attention on its "
+                  "CUDNN_ATTENTION and FLASH_ATTENTION backends, same dtype, causality and "
+                  "shape; TFLOP/s count 4 B H S^2 D, half of it causal. tilec and cuDNN ran back "
+                  "to back for every row.", head, rows, failed, args.out)
 
 
 if __name__ == "__main__":

@@ -12,12 +12,9 @@ case failed to build, launch or check.
 """
 import argparse
 import os
-import re
-import subprocess
 import sys
-import time
 
-from bench_common import RAW, clock, emit, fields, fmt, ratio
+from bench_common import add_run_options, begin, clock, emit, fmt, ratio, read_text, report, run_case
 
 # KIND -> (input dtype, layout: A then B, 'n' stored as used, 't' stored transposed), as
 # tests/bench/gemm_bench.cpp defines the kinds. Peers compute the GEMM alone, without epilogue.
@@ -55,25 +52,10 @@ def read_cases(path):
 
 def run_tilec(binary, shape, args):
     """Runs one case's program; returns (TFLOP/s or None, ms or None, status text)."""
-    M, N, K = shape
-    cmd = [binary, str(M), str(N), str(K), "--warmup", str(args.warmup), "--reps", str(args.reps),
-           "--seed", str(args.seed)]
-    try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        return None, None, f"FAILED: timed out after {args.timeout} s"
-    lines = [l for l in p.stdout.splitlines() if l.startswith("BENCH ")]
-    for l in lines:
-        emit(l)
-    for l in p.stderr.splitlines():
-        emit(f"  stderr: {l}")
-    if p.returncode == 0 and lines and fields(lines[-1]).get("status") == "ok":
-        f = fields(lines[-1])
-        return float(f["tflops"]), float(f["ms"]), "ok"
-    if lines and "reason" in fields(lines[-1]):
-        return None, None, f"FAILED: wrong result: {fields(lines[-1])['reason']}"
-    tail = (p.stderr.strip().splitlines() or p.stdout.strip().splitlines() or ["no output"])[-1]
-    return None, None, f"FAILED: exit {p.returncode}: {tail}"
+    f, status = run_case(binary, shape, args)
+    if status == "ok":
+        return float(f["tflops"]), float(f["ms"]), status
+    return None, None, status
 
 
 class Peers:
@@ -123,39 +105,13 @@ class Peers:
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--bench", default=os.path.join(os.path.dirname(__file__), "..", ".bench"))
-    ap.add_argument("--out", help="also write the markdown here")
-    ap.add_argument("--cases", default=os.environ.get("BENCH_CASES", ""),
-                    help="regular expression: run the cases whose name it matches (BENCH_CASES)")
-    ap.add_argument("--shapes", default=os.environ.get("BENCH_SHAPES", ""),
-                    help="comma list of MxNxK for every case instead of its own (BENCH_SHAPES)")
-    ap.add_argument("--warmup", type=int, default=int(os.environ.get("BENCH_WARMUP", "10")))
-    ap.add_argument("--reps", type=int, default=int(os.environ.get("BENCH_REPS", "50")))
-    ap.add_argument("--seed", type=int, default=int(os.environ.get("BENCH_SEED", "1")))
-    ap.add_argument("--timeout", type=int, default=300, help="seconds per case program")
+    add_run_options(ap, os.path.join(os.path.dirname(__file__), "..", ".bench"), "MxNxK")
     args = ap.parse_args()
-    if args.reps < 20:
-        sys.exit("--reps must be at least 20")
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-    bench = os.path.abspath(args.bench)
-    cases = read_cases(os.path.join(bench, "cases.txt"))
-    if args.cases:
-        cases = [c for c in cases if re.search(args.cases, c["name"])]
-    override = [tuple(int(x) for x in s.split("x")) for s in args.shapes.split(",") if s]
+    bench, cases, override, started = begin("tilec GEMM benchmark", args, read_cases)
 
     def read(name, default=""):
-        try:
-            with open(os.path.join(bench, name)) as f:
-                return f.read().strip()
-        except OSError:
-            return default
+        return read_text(bench, name, default)
 
-    started = time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime())
-    emit(f"# tilec GEMM benchmark, {started}, commit {read('COMMIT', 'unknown')}, "
-         f"{read('TILEC_VERSION', 'tilec ?')}")
-    emit(f"# device: {clock() or 'nvidia-smi unavailable'}; warm-up {args.warmup}, "
-         f"median of {args.reps}, seed {args.seed}")
     peers = Peers()
     if peers.p is None:
         emit(f"# peers unavailable: {peers.error}")
@@ -208,25 +164,12 @@ def main():
     head = ["case", "dtype layout", "M x N x K", "tilec ms", "tilec TFLOP/s", "cuBLAS TFLOP/s",
             "Triton TFLOP/s", "Triton config", "tilec/cuBLAS", "tilec/Triton", "GPU after (SM clock, temp, power)",
             "status"]
-    table = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    table += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
-    print()
-    print("\n".join(table))
-    if failed:
-        print("\nFAILED:\n" + "\n".join("  " + f for f in failed))
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(f"# tilec GEMM benchmark ({started})\n\n")
-            f.write("cuBLAS is torch.matmul on the same dtype and storage order (torch._scaled_mm "
-                    "with unit scales for fp8), the GEMM alone without the case's epilogue; "
-                    "Triton the tutorial matmul autotuned over the Hopper configurations of "
-                    "scripts/gemm_peers.py. tilec and cuBLAS ran back to back for every row.\n\n")
-            f.write("\n".join(table) + "\n")
-            if failed:
-                f.write("\nFAILED:\n\n" + "\n".join("- " + x for x in failed) + "\n")
-            f.write("\n## Raw lines\n\n```\n" + "\n".join(RAW) + "\n```\n")
-        print(f"\nwrote {args.out}")
-    return 1 if failed else 0
+    return report("tilec GEMM benchmark", started,
+                  "cuBLAS is torch.matmul on the same dtype and storage order (torch._scaled_mm "
+                  "with unit scales for fp8), the GEMM alone without the case's epilogue; "
+                  "Triton the tutorial matmul autotuned over the Hopper configurations of "
+                  "scripts/gemm_peers.py. tilec and cuBLAS ran back to back for every row.",
+                  head, rows, failed, args.out)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ import sys
 
 import torch
 
+import bench_common
+
 try:
     import triton
     import triton.language as tl
@@ -26,20 +28,7 @@ OUT_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp8e4m3": torch.bf
 
 
 def median_ms(fn, warmup, reps):
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(reps):
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    times.sort()
-    return times[len(times) // 2]
+    return bench_common.median_ms(torch, fn, warmup, reps)
 
 
 def operands(dtype, layout, M, N, K, seed=1):

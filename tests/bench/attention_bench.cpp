@@ -12,10 +12,12 @@
 // of small problems) are compared with a float64 reference. Timing: median of CUDA-event-timed
 // launches after an untimed warm-up, no L2 flush, as scripts/bench_attention.py times the peers.
 // FLOPs: 4 B H S^2 D, half of it when causal (the convention of FlashAttention's benchmarks).
+#include "bench_util.h"
 #include "gpu_common.h"
 
 #include BENCH_HEADER
 
+#include <array>
 #include <cstring>
 #include <string>
 
@@ -41,21 +43,6 @@ float decode(uint16_t b) { return fromHalf(b); }
 constexpr int64_t kD = BENCH_NS::constants::D;
 constexpr bool kCausal = BENCH_NS::constants::causal;
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-std::vector<uint16_t> randomUniform(size_t n, uint64_t seed, uint64_t stream) {
-  std::vector<uint16_t> v(n);
-  const uint64_t base = splitmix64(seed * 0x100000001b3ull + stream);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = encode(static_cast<float>(splitmix64(base + i) >> 40) * 0x1p-23f - 1.0f);
-  return v;
-}
-
 struct Options {
   int64_t B = 0, H = 0, S = 0;
   int warmup = 10, reps = 50, samples = 64;
@@ -63,45 +50,28 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char *argv0, const std::string &why) {
-  std::fprintf(stderr, "%s: %s\nusage: %s B H S [--warmup N] [--reps N] [--seed N]\n", argv0,
-               why.c_str(), argv0);
-  std::exit(2);
-}
-
-long long number(const char *argv0, const char *what, const char *text, long long lo,
-                 long long hi) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text, &end, 10);
-  if (errno || !end || *end || v < lo || v > hi)
-    usage(argv0, std::string("bad ") + what + " '" + text + "'");
-  return v;
+  std::fprintf(stderr,
+               "%s: %s\nusage: %s B H S [--warmup W] [--reps R] [--seed S] [--samples N]\n"
+               "  one attention case (%s): checks N sampled query rows (default 64; every row\n"
+               "  when B*S*H <= 2048) against a float64 reference, then times the median of R\n"
+               "  launches after W untimed ones (default 10 and 50); inputs seeded by S\n",
+               argv0, why.c_str(), argv0, BENCH_STR(BENCH_CASE));
+  std::exit(64);
 }
 
 Options parse(int argc, char **argv) {
-  Options o;
-  std::vector<const char *> positional;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const char *what) {
-      if (i + 1 >= argc)
-        usage(argv[0], a + " needs a value");
-      return number(argv[0], what, argv[++i], 0, 1LL << 40);
-    };
-    if (a == "--warmup")
-      o.warmup = static_cast<int>(value("warm-up count"));
-    else if (a == "--reps")
-      o.reps = static_cast<int>(value("repetition count"));
-    else if (a == "--seed")
-      o.seed = static_cast<uint64_t>(value("seed"));
-    else
-      positional.push_back(argv[i]);
-  }
-  if (positional.size() != 3)
+  benchutil::Options b = benchutil::parseOptions(argc, argv, usage, /*minReps=*/1);
+  if (b.positional.size() != 3)
     usage(argv[0], "expected B H S");
-  o.B = number(argv[0], "B", positional[0], 1, 65535);
-  o.H = number(argv[0], "H", positional[1], 1, 65535);
-  o.S = number(argv[0], "S", positional[2], 1, 1 << 20);
+  Options o;
+  o.B = benchutil::number(argv[0], usage, "B", b.positional[0], 1, 65535);
+  o.H = benchutil::number(argv[0], usage, "H", b.positional[1], 1, 65535);
+  o.S = benchutil::number(argv[0], usage, "S", b.positional[2], 1, 1 << 20);
+  o.warmup = b.warmup;
+  o.reps = b.reps;
+  o.seed = b.seed;
+  if (b.samples)
+    o.samples = std::min(b.samples, 1 << 16);
   return o;
 }
 
@@ -125,8 +95,9 @@ int main(int argc, char **argv) {
   init();
   const int64_t B = o.B, H = o.H, S = o.S, D = kD;
   const size_t n = static_cast<size_t>(B * S * H * D);
-  std::vector<uint16_t> q = randomUniform(n, o.seed, 1), k = randomUniform(n, o.seed, 2),
-                        v = randomUniform(n, o.seed, 3);
+  auto q = benchutil::randomUniform(n, o.seed, 1, encode),
+       k = benchutil::randomUniform(n, o.seed, 2, encode),
+       v = benchutil::randomUniform(n, o.seed, 3, encode);
   DeviceBuffer dq = upload(q), dk = upload(k), dv = upload(v), dout = poisoned(n * 2 + kSlackBytes);
   auto launch = [&] { return BENCH_NS::flash_attention(nullptr, dq, dk, dv, dout, B, S, H); };
   CUresult r = launch();

@@ -12,6 +12,7 @@
 // (every entry of small problems) are compared with a CPU reference in double. Timing: median of
 // CUDA-event-timed launches after an untimed warm-up (gputest::medianMs), with no L2 flush between
 // launches, exactly as scripts/bench_gemm.py times the peers.
+#include "bench_util.h"
 #include "gpu_common.h"
 
 #include BENCH_HEADER
@@ -137,22 +138,9 @@ CUresult launch(const Operands &o, const Shape &s) {
 
 // ---- inputs and reference ----------------------------------------------------------------------
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ull;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-  return x ^ (x >> 31);
-}
-
-/// `n` values uniform in [-1, 1), element i a hash of (seed, stream, i): fast at 8192^2, the
-/// same on every run with the same seed, and without repeats that could hide an indexing error.
 template <class T>
 std::vector<typename T::Bits> randomUniform(size_t n, uint64_t seed, uint64_t stream) {
-  std::vector<typename T::Bits> v(n);
-  const uint64_t base = splitmix64(seed * 0x100000001b3ull + stream);
-  for (size_t i = 0; i < n; ++i)
-    v[i] = T::encode(static_cast<float>(splitmix64(base + i) >> 40) * 0x1p-23f - 1.0f);
-  return v;
+  return benchutil::randomUniform(n, seed, stream, T::encode);
 }
 
 double geluTanh(double x) {
@@ -204,47 +192,21 @@ struct Options {
   std::exit(64);
 }
 
-/// A whole decimal number in [lo, hi], or usage().
-long long number(const char *argv0, const char *what, const char *text, long long lo,
-                 long long hi) {
-  char *end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(text, &end, 10);
-  if (errno || end == text || *end || v < lo || v > hi)
-    usage(argv0, std::string(what) + " must be a whole number in [" + std::to_string(lo) + ", " +
-                     std::to_string(hi) + "], not '" + text + "'");
-  return v;
-}
-
 Options parse(int argc, char **argv) {
-  Options o;
-  std::vector<const char *> positional;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    auto value = [&]() -> const char * {
-      if (i + 1 >= argc)
-        usage(argv[0], arg + " needs a value");
-      return argv[++i];
-    };
-    if (arg == "--warmup")
-      o.warmup = static_cast<int>(number(argv[0], "--warmup", value(), 0, 100000));
-    else if (arg == "--reps")
-      o.reps = static_cast<int>(number(argv[0], "--reps", value(), 20, 100000));
-    else if (arg == "--samples")
-      o.samples = static_cast<int>(number(argv[0], "--samples", value(), 1, 1 << 24));
-    else if (arg == "--seed")
-      o.seed = static_cast<uint64_t>(number(argv[0], "--seed", value(), 0, INT64_MAX));
-    else if (arg.size() > 1 && arg[0] == '-')
-      usage(argv[0], "unknown option " + arg);
-    else
-      positional.push_back(argv[i]);
-  }
-  if (positional.size() != 3)
+  benchutil::Options b = benchutil::parseOptions(argc, argv, usage);
+  if (b.positional.size() != 3)
     usage(argv[0], "expected three dimensions M N K");
   const long long kMaxDim = 1 << 17;
-  o.shape = {number(argv[0], "M", positional[0], 1, kMaxDim),
-             number(argv[0], "N", positional[1], 1, kMaxDim),
-             number(argv[0], "K", positional[2], 1, kMaxDim)};
+  auto dim = [&](const char *what, const char *text) {
+    return benchutil::number(argv[0], usage, what, text, 1, kMaxDim);
+  };
+  Options o;
+  o.shape = {dim("M", b.positional[0]), dim("N", b.positional[1]), dim("K", b.positional[2])};
+  o.warmup = b.warmup;
+  o.reps = b.reps;
+  if (b.samples)
+    o.samples = b.samples;
+  o.seed = b.seed;
   return o;
 }
 
