@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -25,6 +26,8 @@ const std::set<std::string> &builtinNames() {
       // scalar functions
       "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "erf", "sigmoid",
       "floor", "ceil", "pow", "cast", "reinterpret", "ceildiv", "infinity", "if_then_else",
+      // symbolic dimensions declared by name (TileLang's T.dynamic / T.symbolic)
+      "dynamic", "symbolic",
       // namespaces
       "T", "GemmWarpPolicy"};
   return names;
@@ -46,6 +49,16 @@ std::optional<tile::UnOp> unaryBuiltin(const std::string &n) {
 /// Names that resolve to a builtin: the tile operations and the other builtins.
 bool isBuiltin(const std::string &n) { return builtinNames().count(n) || findTileOp(n); }
 
+/// `[A-Za-z_][A-Za-z0-9_]*`: a name the generated header can use for a launch argument.
+bool isIdentifier(const std::string &s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
+    return false;
+  for (char ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_')
+      return false;
+  return true;
+}
+
 std::string describe(const Value &v) {
   return std::visit(
       [](const auto &x) -> std::string {
@@ -56,6 +69,9 @@ std::string describe(const Value &v) {
           return "a dtype";
         else if constexpr (std::is_same_v<T, StrVal>)
           return "a string";
+        else if constexpr (std::is_same_v<T, DimVal>)
+          return fmt::format("the symbolic dimension '{}' (bound where a tensor shape names it)",
+                             x.name);
         else if constexpr (std::is_same_v<T, PolicyVal>)
           return "a GemmWarpPolicy";
         else if constexpr (std::is_same_v<T, BufferVal>)
@@ -94,6 +110,8 @@ std::optional<Value> Sema::lookup(const std::string &name, LocalScope &scope, So
     return DTypeVal{*dt};
   if (isBuiltin(name))
     return BuiltinVal{name};
+  if (scope.module && scope.module->failed.count(name))
+    return std::nullopt; // its declaration's error was reported
   diags_.error(loc, fmt::format("use of undeclared name '{}'", name));
   return std::nullopt;
 }
@@ -138,7 +156,7 @@ std::optional<int64_t> Sema::evalConstInt(const ast::Expr &e, LocalScope &scope,
 
 std::optional<DType> Sema::evalDType(const ast::Expr &e, LocalScope &scope) {
   if (auto *s = std::get_if<ast::StringLit>(&e.node)) {
-    if (auto dt = parseDType(s->value))
+    if (auto dt = parseDTypeString(s->value))
       return dt;
     diags_.error(e.loc(), fmt::format("unknown dtype \"{}\"", s->value));
     return std::nullopt;
@@ -146,7 +164,8 @@ std::optional<DType> Sema::evalDType(const ast::Expr &e, LocalScope &scope) {
   // A name that means nothing where a dtype is expected is most likely a misspelled dtype.
   if (auto *n = std::get_if<ast::Name>(&e.node)) {
     bool known =
-        parseDType(n->id) || isBuiltin(n->id) || (scope.module && scope.module->names.count(n->id));
+        parseDType(n->id) || isBuiltin(n->id) ||
+        (scope.module && (scope.module->names.count(n->id) || scope.module->failed.count(n->id)));
     for (LocalScope *sc = &scope; sc && !known; sc = sc->parent)
       known = sc->names.count(n->id) != 0;
     if (!known) {
@@ -159,9 +178,12 @@ std::optional<DType> Sema::evalDType(const ast::Expr &e, LocalScope &scope) {
     return std::nullopt;
   if (auto *d = std::get_if<DTypeVal>(&*v))
     return d->type;
-  if (auto *s = std::get_if<StrVal>(&*v))
-    if (auto dt = parseDType(s->value))
+  if (auto *s = std::get_if<StrVal>(&*v)) {
+    if (auto dt = parseDTypeString(s->value))
       return dt;
+    diags_.error(e.loc(), fmt::format("unknown dtype \"{}\"", s->value));
+    return std::nullopt;
+  }
   diags_.error(e.loc(), fmt::format("expected a dtype, but this is {}", describe(*v)));
   return std::nullopt;
 }
@@ -567,6 +589,29 @@ std::optional<Value> Sema::evalBuiltinCall(const std::string &name, const ast::E
       return std::nullopt;
     tile::Expr r = binary(ast::BinaryOp::Pow, a, b, loc);
     return r ? std::optional<Value>(ExprVal{r}) : std::nullopt;
+  }
+  if (name == "dynamic" || name == "symbolic") {
+    // TileLang's optional dtype argument is accepted when it is an integer type: dimensions are
+    // 64-bit at launch and 32-bit in the kernel either way.
+    if (!noKwargs() || !argCount(1, 2))
+      return std::nullopt;
+    auto *s = std::get_if<ast::StringLit>(&c.args[0]->node);
+    if (!s || !isIdentifier(s->value)) {
+      diags_.error(c.args[0]->loc(),
+                   fmt::format("{}() takes the dimension's name, a string such as \"m\"", name));
+      return std::nullopt;
+    }
+    if (c.args.size() == 2) {
+      auto dt = evalDType(*c.args[1], scope);
+      if (!dt)
+        return std::nullopt;
+      if (!isInteger(*dt)) {
+        diags_.error(c.args[1]->loc(),
+                     fmt::format("a symbolic dimension is an integer, not {}", dtypeName(*dt)));
+        return std::nullopt;
+      }
+    }
+    return DimVal{s->value};
   }
   if (name == "ceildiv") {
     if (!noKwargs() || !argCount(2, 2))

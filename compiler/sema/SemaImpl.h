@@ -7,6 +7,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <variant>
 #include <vector>
@@ -23,6 +24,11 @@ struct DTypeVal {
 };
 struct StrVal {
   std::string value;
+};
+/// `dynamic("m")` (TileLang's T.dynamic / T.symbolic): a symbolic dimension named `name`,
+/// bound at launch, for a constant to hold until a tensor shape names it.
+struct DimVal {
+  std::string name;
 };
 struct PolicyVal {
   tile::GemmPolicy policy;
@@ -43,8 +49,9 @@ struct BuiltinVal {
 };
 struct TupleVal;
 struct DictVal;
-using Value = std::variant<ExprVal, DTypeVal, StrVal, PolicyVal, BufferVal, MacroVal, ModuleVal,
-                           BuiltinVal, std::shared_ptr<TupleVal>, std::shared_ptr<DictVal>>;
+using Value =
+    std::variant<ExprVal, DTypeVal, StrVal, DimVal, PolicyVal, BufferVal, MacroVal, ModuleVal,
+                 BuiltinVal, std::shared_ptr<TupleVal>, std::shared_ptr<DictVal>>;
 struct TupleVal {
   std::vector<Value> elts;
 };
@@ -68,6 +75,8 @@ struct ModuleScope {
   std::string name; // dotted module name, empty for the main file
   std::map<std::string, Value> names;
   std::map<std::string, SourceLoc> defLocs;
+  /// Constants whose declaration was rejected (and reported): their uses report nothing more.
+  std::set<std::string> failed;
   std::vector<const ast::FuncDef *> kernels;
 };
 

@@ -280,8 +280,10 @@ void Sema::defineConst(const ast::ConstDecl &c, ModuleScope &scope) {
     LocalScope local;
     local.module = &scope;
     v = eval(*c.value, local);
-    if (!v)
+    if (!v) {
+      scope.failed.insert(c.name);
       return;
+    }
     if (auto *ev = std::get_if<ExprVal>(&*v); ev && !tile::isImm(ev->expr)) {
       diags_.error(c.value->loc(),
                    fmt::format("the value of const '{}' is not a compile-time constant", c.name));
@@ -343,7 +345,43 @@ bool Sema::analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope)
     std::vector<tile::Expr> shape;
     for (const ast::Expr *d : dimExprs) {
       auto *name = std::get_if<ast::Name>(&d->node);
-      bool known = name && (scope.names.count(name->id) || scope.module->names.count(name->id));
+      // A constant declared as dynamic("m"): the symbolic dimension m, under the constant's name
+      // in the kernel (or m's -D value).
+      const DimVal *declared = nullptr;
+      if (name && !scope.names.count(name->id))
+        if (auto it = scope.module->names.find(name->id); it != scope.module->names.end())
+          declared = std::get_if<DimVal>(&it->second);
+      if (declared) {
+        if (auto def = opts_.defines.find(declared->name); def != opts_.defines.end()) {
+          usedDefines_[declared->name] = true;
+          auto v = parseDefine(declared->name, def->second, d->loc());
+          auto *ev = v ? std::get_if<ExprVal>(&*v) : nullptr;
+          if (!ev || !isInteger(ev->expr->dtype)) {
+            if (v)
+              diags_.error(d->loc(), fmt::format("-D {}={} gives the symbolic dimension '{}' a "
+                                                 "value that is not an integer",
+                                                 declared->name, def->second, declared->name));
+            return false;
+          }
+          scope.names[name->id] = *v;
+          shape.push_back(ev->expr);
+          continue;
+        }
+        tile::VarPtr dim;
+        for (const tile::VarPtr &existing : k.dims)
+          if (existing->name == declared->name)
+            dim = existing;
+        if (!dim) {
+          dim = newVar(declared->name, DType::Int32, tile::VarKind::Dim, d->loc(),
+                       static_cast<int>(k.dims.size()));
+          k.dims.push_back(dim);
+        }
+        scope.names[name->id] = ExprVal{tile::varRef(dim, d->loc())};
+        shape.push_back(tile::varRef(dim, d->loc()));
+        continue;
+      }
+      bool known = name && (scope.names.count(name->id) || scope.module->names.count(name->id) ||
+                            scope.module->failed.count(name->id));
       if (name && !known && !opts_.defines.count(name->id) && !parseDType(name->id)) {
         // A free name is a symbolic dimension, shared by every shape that names it.
         tile::VarPtr dim = newVar(name->id, DType::Int32, tile::VarKind::Dim, d->loc(),
@@ -462,9 +500,12 @@ std::optional<tile::Kernel> Sema::analyzeKernel(const ast::FuncDef &def,
     }
   }
 
+  // A parameter that fails (perhaps through a constant whose error was already reported) stops
+  // the kernel here: its body would only report the parameter's uses.
+  bool paramsOk = true;
   for (const ast::Param &p : def.params)
-    analyzeParam(p, k, scope);
-  if (diags_.numErrors() != errorsBefore) {
+    paramsOk = analyzeParam(p, k, scope) && paramsOk;
+  if (!paramsOk || diags_.numErrors() != errorsBefore) {
     kernel_ = nullptr;
     return std::nullopt;
   }

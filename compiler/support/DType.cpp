@@ -43,6 +43,26 @@ std::optional<DType> parseDType(std::string_view name) {
   return std::nullopt;
 }
 
+std::optional<DType> parseDTypeString(std::string_view name) {
+  if (auto t = parseDType(name))
+    return t;
+  static constexpr std::array<std::pair<std::string_view, DType>, 9> kAliases = {{
+      {"float", DType::Float32},
+      {"double", DType::Float64},
+      {"half", DType::Float16},
+      {"int", DType::Int32},
+      {"uint", DType::UInt32},
+      {"float8_e4m3fn", DType::Float8E4M3},
+      {"e4m3_float8", DType::Float8E4M3},
+      {"float8_e5m2fn", DType::Float8E5M2},
+      {"e5m2_float8", DType::Float8E5M2},
+  }};
+  for (const auto &[alias, t] : kAliases)
+    if (name == alias)
+      return t;
+  return std::nullopt;
+}
+
 std::string_view dtypeName(DType t) { return info(t).name; }
 std::string_view dtypeCxxName(DType t) { return info(t).cxx; }
 int dtypeBits(DType t) { return info(t).bits; }

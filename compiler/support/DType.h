@@ -25,6 +25,9 @@ enum class DType {
 
 /// Parses a dtype name, long (`float16`), short (`f16`) or as a TileLang string (`"float16"`).
 std::optional<DType> parseDType(std::string_view name);
+/// A dtype written as a string: parseDType's names, and the spellings TileLang (TVM) and PyTorch
+/// programs use ("float" and "float32", "half", "double", "int", "uint", "float8_e4m3fn", ...).
+std::optional<DType> parseDTypeString(std::string_view name);
 /// The canonical long name (`float16`).
 std::string_view dtypeName(DType t);
 /// The C++ type a host header uses for a scalar parameter of this dtype (`float`, `int32_t`).

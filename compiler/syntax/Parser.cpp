@@ -161,8 +161,16 @@ Module Parser::parseModule() {
     case TokenKind::KwConst:
       ok = parseConst(m);
       break;
+    case TokenKind::Identifier:
+      // `NAME = value`, as a TileLang program's Python sets `M = T.dynamic("m")` or
+      // `accum_dtype = "float"`: a constant, as with `const`.
+      if (peekKind() == TokenKind::Assign) {
+        ok = parseConst(m, /*keyword=*/false);
+        break;
+      }
+      [[fallthrough]];
     default:
-      error(tok_.loc, "expected 'def', 'const', 'import' or 'from' at top level");
+      error(tok_.loc, "expected 'def', 'const', 'import', 'from' or 'NAME = value' at top level");
       ok = false;
       break;
     }
@@ -252,10 +260,11 @@ bool Parser::parseFromImport(Module &m) {
   return expectNewline("expected end of line after import");
 }
 
-bool Parser::parseConst(Module &m) {
+bool Parser::parseConst(Module &m, bool keyword) {
   ConstDecl c;
   c.loc = tok_.loc;
-  advance();
+  if (keyword)
+    advance();
   if (!at(TokenKind::Identifier)) {
     error(tok_.loc, "expected a constant name after 'const'");
     return false;

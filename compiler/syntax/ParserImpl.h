@@ -83,7 +83,8 @@ private:
   // ---- Top level -----------------------------------------------------------------------------
   bool parseImport(Module &m);
   bool parseFromImport(Module &m);
-  bool parseConst(Module &m);
+  /// `const NAME = value`, or `NAME = value` (keyword false: the parser is at NAME).
+  bool parseConst(Module &m, bool keyword = true);
   bool parseFuncDef(Module &m);
   bool parseDottedName(std::vector<std::string> &parts, const char *message);
 

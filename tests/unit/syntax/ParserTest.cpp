@@ -205,7 +205,11 @@ TEST_CASE("parser: top level") {
 }
 
 TEST_CASE("parser: top level errors") {
-  CHECK(firstError("x = 1\n") == "1:1: expected 'def', 'const', 'import' or 'from' at top level");
+  CHECK(firstError("x + 1\n") == "1:1: expected 'def', 'const', 'import', 'from' or 'NAME = value' "
+                                 "at top level");
+  CHECK(firstError("x\n") == "1:1: expected 'def', 'const', 'import', 'from' or 'NAME = value' at "
+                             "top level");
+  CHECK(dump("x = 1\n") == dump("const x = 1\n"));
   CHECK(firstError("const = 1\n") == "1:7: expected a constant name after 'const'");
   CHECK(firstError("const x 1\n") == "1:9: expected '=' after constant name");
   CHECK(firstError("from a import *\n") == "1:15: wildcard imports are not supported");
