@@ -82,10 +82,11 @@ const PipelinePlan *KernelLowering::warpSpecializedLoop() const {
 }
 
 void KernelLowering::addTensorMaps(const PipelinePlan &plan) {
-  for (const tile::Stmt *st : plan.copies) {
+  for (size_t ci = 0; ci < plan.copies.size(); ++ci) {
+    const tile::Stmt *st = plan.copies[ci];
     const tile::Copy &c = std::get<tile::Copy>(st->op);
     const tile::BufferPtr &src = c.src.buffer;
-    const TmaDims kept = *tmaCopyable(c);
+    const TmaDims kept = plan.tmaDims.at(ci);
     const analysis::SharedLayout &l = shared_.at(c.dst.buffer->id).layout;
     // The map's dimensions are the tensor's, innermost first; the box is one panel of the tile
     // (its rows and a swizzled line of columns) and one element in every other dimension.
@@ -238,12 +239,13 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     std::set<int> savedDeclared = declaredHere_;
     for (const tile::Stmt *l : plan.lets)
       lowerStmt(*l, loop.body, {});
-    for (const tile::Stmt *st : plan.copies) {
+    for (size_t ci = 0; ci < plan.copies.size(); ++ci) {
+      const tile::Stmt *st = plan.copies[ci];
       const tile::Copy &c = std::get<tile::Copy>(st->op);
       const SharedBuffer &sb = shared_.at(c.dst.buffer->id);
       const analysis::SharedLayout &l = sb.layout;
       thir::Expr version = mul(at.version, l.bytes());
-      const TmaDims kept = *tmaCopyable(c);
+      const TmaDims kept = plan.tmaDims.at(ci);
       std::vector<thir::Expr> starts;
       for (const tile::RegionDim &d : c.src.dims) {
         thir::Expr start = lowerExpr(d.begin, {});

@@ -19,6 +19,12 @@
 
 namespace tilec::lower {
 
+/// The two dimensions of a TMA copy's source that hold the shared tile's rows and columns; the
+/// source's other dimensions are single indices (boxes one element wide).
+struct TmaDims {
+  size_t row = 0, col = 0;
+};
+
 /// A Pipelined loop whose global -> shared copies are issued `stages - 1` iterations ahead
 /// (cp.async), each copied buffer in `stages` versions used round-robin.
 struct PipelinePlan {
@@ -31,6 +37,8 @@ struct PipelinePlan {
   /// kernel then runs the statements before the loop in every thread (they only bind values
   /// and clear registers), and the loop and everything after it in the consumers only.
   bool warpSpecialized = false;
+  /// Warp-specialized: where each copy's tile lies in its source tensor, in `copies`' order.
+  std::vector<TmaDims> tmaDims;
   /// Warp-specialized: statements before the loop that only the consumers run, at the start of
   /// their branch (copies from global memory into shared buffers the loop does not fill, such as
   /// attention's Q tile); the other statements before the loop run in every thread.
@@ -102,17 +110,6 @@ void planPipelines(const tile::Program &p, const target::TargetInfo &t, ProgramP
 
 /// Sets stagesOf: each pipelined buffer gets as many versions as the loop using most of them.
 void countVersions(KernelPlan &kp);
-
-/// The two dimensions of a TMA copy's source that hold the shared tile's rows and columns; the
-/// source's other dimensions are single indices (boxes one element wide).
-struct TmaDims {
-  size_t row = 0, col = 0;
-};
-
-/// Whether global -> shared copy `c` can be one TMA box per panel of `dst`'s layout: a tensor of
-/// at most five dimensions whose region keeps two (the last one among them), the box the whole
-/// shared buffer, a layout TMA writes (canonical swizzled lines). Returns the kept dimensions.
-std::optional<TmaDims> tmaCopyable(const tile::Copy &c);
 
 /// plan-shared: places the shared buffers (and their versions), fewer pipeline stages where
 /// they would not fit in the target's shared memory.

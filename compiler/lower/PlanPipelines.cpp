@@ -56,6 +56,40 @@ bool deadOutside(const tile::Body &body, const tile::Stmt &loop, int id) {
   return true;
 }
 
+/// Whether global -> shared copy `c` can be one TMA box per panel of `dst`'s layout: a tensor of
+/// at most five dimensions whose region keeps two (the last one among them), the box the whole
+/// shared buffer, a layout TMA writes (canonical swizzled lines). Returns the kept dimensions.
+std::optional<TmaDims> tmaCopyable(const tile::Copy &c) {
+  const tile::BufferPtr &src = c.src.buffer, &dst = c.dst.buffer;
+  const size_t rank = src->shape.size();
+  constexpr size_t kMaxTensorMapRank = 5;
+  if (src->scope != tile::Scope::Global || dst->scope != tile::Scope::Shared || !c.dst.whole() ||
+      rank < 2 || rank > kMaxTensorMapRank || dst->shape.size() != 2 || src->dtype != dst->dtype ||
+      src->dtype == DType::Bool || c.src.dims.size() != rank)
+    return std::nullopt;
+  std::vector<size_t> kept;
+  for (size_t d = 0; d < rank; ++d)
+    if (!c.src.dims[d].dropped)
+      kept.push_back(d);
+  // The tile's lines must be contiguous in global memory: TMA's innermost dimension.
+  if (kept.size() != 2 || kept[1] != rank - 1)
+    return std::nullopt;
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < 2; ++i) {
+    auto extent = tile::asConstInt(c.src.dims[kept[i]].extent);
+    auto want = tile::asConstInt(dst->shape[i]);
+    if (!extent || !want || *extent != *want)
+      return std::nullopt;
+    shape.push_back(*want);
+  }
+  analysis::SharedLayout l = analysis::chooseSharedLayout(shape, dtypeBytes(dst->dtype));
+  // One box per panel: a panel is one swizzled line wide, its rows one box dimension.
+  if (l.swizzleBytes == 0 || l.panelBytes != l.swizzleBytes || l.rows > 256 ||
+      l.bytes() % 1024 != 0)
+    return std::nullopt;
+  return TmaDims{kept[0], kept[1]};
+}
+
 /// Whether a statement before a warp-specialized loop may run in every thread, the producer's
 /// included: it binds values or clears registers, and touches no memory.
 bool runsInEveryThread(const tile::Stmt &s) {
@@ -84,9 +118,13 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
   if (!t.hasTma || !t.hasWgmma || k.threads % kProducerThreads != 0 ||
       k.threads + kProducerThreads > t.maxThreadsPerBlock)
     return;
-  for (const tile::Stmt *c : plan.copies)
-    if (!tmaCopyable(std::get<tile::Copy>(c->op)))
+  std::vector<TmaDims> tmaDims;
+  for (const tile::Stmt *c : plan.copies) {
+    auto dims = tmaCopyable(std::get<tile::Copy>(c->op));
+    if (!dims)
       return;
+    tmaDims.push_back(*dims);
+  }
   // The loop is a statement of the kernel's body. Before it come value bindings and cleared
   // registers (run in every thread) and copies from global memory into shared buffers the loop
   // does not fill (run by the consumers before their loop, so after the bindings: none of those
@@ -131,6 +169,7 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
   if (gemms == 0)
     return;
   plan.warpSpecialized = true;
+  plan.tmaDims = std::move(tmaDims);
   plan.consumerPrologue = std::move(consumerPrologue);
   plan.gemmInFlight = gemms == 1 && others == 0;
   // A slot of at least 32 KiB of tiles (what CUTLASS's 128x128x64 16-bit stages hold).
@@ -280,37 +319,6 @@ void countVersions(KernelPlan &kp) {
       int &v = kp.stagesOf[std::get<tile::Copy>(c->op).dst.buffer->id];
       v = std::max(v, p.versions());
     }
-}
-
-std::optional<TmaDims> tmaCopyable(const tile::Copy &c) {
-  const tile::BufferPtr &src = c.src.buffer, &dst = c.dst.buffer;
-  const size_t rank = src->shape.size();
-  constexpr size_t kMaxTensorMapRank = 5;
-  if (src->scope != tile::Scope::Global || dst->scope != tile::Scope::Shared || !c.dst.whole() ||
-      rank < 2 || rank > kMaxTensorMapRank || dst->shape.size() != 2 || src->dtype != dst->dtype ||
-      src->dtype == DType::Bool || c.src.dims.size() != rank)
-    return std::nullopt;
-  std::vector<size_t> kept;
-  for (size_t d = 0; d < rank; ++d)
-    if (!c.src.dims[d].dropped)
-      kept.push_back(d);
-  // The tile's lines must be contiguous in global memory: TMA's innermost dimension.
-  if (kept.size() != 2 || kept[1] != rank - 1)
-    return std::nullopt;
-  std::vector<int64_t> shape;
-  for (size_t i = 0; i < 2; ++i) {
-    auto extent = tile::asConstInt(c.src.dims[kept[i]].extent);
-    auto want = tile::asConstInt(dst->shape[i]);
-    if (!extent || !want || *extent != *want)
-      return std::nullopt;
-    shape.push_back(*want);
-  }
-  analysis::SharedLayout l = analysis::chooseSharedLayout(shape, dtypeBytes(dst->dtype));
-  // One box per panel: a panel is one swizzled line wide, its rows one box dimension.
-  if (l.swizzleBytes == 0 || l.panelBytes != l.swizzleBytes || l.rows > 256 ||
-      l.bytes() % 1024 != 0)
-    return std::nullopt;
-  return TmaDims{kept[0], kept[1]};
 }
 
 void planPipelines(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan) {

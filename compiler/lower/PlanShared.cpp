@@ -28,10 +28,8 @@ std::map<int, std::pair<size_t, size_t>> liveRanges(const tile::Kernel &k, const
   for (size_t i = 0; i < k.body.size(); ++i) {
     Refs r;
     r.stmt(k.body[i]);
-    for (int id : r.buffers) {
-      auto [it, fresh] = live.try_emplace(id, i, i);
-      it->second.second = i;
-    }
+    for (int id : r.buffers)
+      live.try_emplace(id, i, i).first->second.second = i;
   }
   const std::pair<size_t, size_t> always{0, k.body.empty() ? 0 : k.body.size() - 1};
   for (const auto &[loop, p] : kp.pipelines)

@@ -49,16 +49,6 @@ std::optional<tile::UnOp> unaryBuiltin(const std::string &n) {
 /// Names that resolve to a builtin: the tile operations and the other builtins.
 bool isBuiltin(const std::string &n) { return builtinNames().count(n) || findTileOp(n); }
 
-/// `[A-Za-z_][A-Za-z0-9_]*`: a name the generated header can use for a launch argument.
-bool isIdentifier(const std::string &s) {
-  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
-    return false;
-  for (char ch : s)
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_')
-      return false;
-  return true;
-}
-
 std::string describe(const Value &v) {
   return std::visit(
       [](const auto &x) -> std::string {
@@ -92,6 +82,15 @@ std::string describe(const Value &v) {
 }
 
 } // namespace
+
+bool isIdentifier(const std::string &s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])))
+    return false;
+  for (char ch : s)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_')
+      return false;
+  return true;
+}
 
 std::optional<Value> Sema::lookup(const std::string &name, LocalScope &scope, SourceLoc loc) {
   for (LocalScope *s = &scope; s; s = s->parent)

@@ -71,6 +71,10 @@ std::optional<BoundArgs> bindArgs(DiagnosticEngine &diags, const std::string &fn
 std::string shapeText(const std::vector<tile::Expr> &shape);
 
 /// The names a module defines: constants (already evaluated), macros, kernels and imports.
+/// `[A-Za-z_][A-Za-z0-9_]*`: a name C++ and the generated header can use (a kernel's symbol, a
+/// launch argument).
+bool isIdentifier(const std::string &s);
+
 struct ModuleScope {
   std::string name; // dotted module name, empty for the main file
   std::map<std::string, Value> names;

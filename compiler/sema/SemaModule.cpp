@@ -345,34 +345,25 @@ bool Sema::analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope)
     std::vector<tile::Expr> shape;
     for (const ast::Expr *d : dimExprs) {
       auto *name = std::get_if<ast::Name>(&d->node);
-      // A constant declared as dynamic("m"): the symbolic dimension m, under the constant's name
-      // in the kernel (or m's -D value).
+      // A free name is a symbolic dimension, shared by every shape that names it; so is a
+      // constant declared as dynamic("m"), which names the dimension m (under the constant's
+      // name in the kernel). -D gives either a value.
       const DimVal *declared = nullptr;
       if (name && !scope.names.count(name->id))
         if (auto it = scope.module->names.find(name->id); it != scope.module->names.end())
           declared = std::get_if<DimVal>(&it->second);
-      if (declared) {
-        if (auto def = opts_.defines.find(declared->name); def != opts_.defines.end()) {
-          usedDefines_[declared->name] = true;
-          auto v = parseDefine(declared->name, def->second, d->loc());
-          auto *ev = v ? std::get_if<ExprVal>(&*v) : nullptr;
-          if (!ev || !isInteger(ev->expr->dtype)) {
-            if (v)
-              diags_.error(d->loc(), fmt::format("-D {}={} gives the symbolic dimension '{}' a "
-                                                 "value that is not an integer",
-                                                 declared->name, def->second, declared->name));
-            return false;
-          }
-          scope.names[name->id] = *v;
-          shape.push_back(ev->expr);
-          continue;
-        }
+      bool known = name && !declared &&
+                   (scope.names.count(name->id) || scope.module->names.count(name->id) ||
+                    scope.module->failed.count(name->id));
+      const std::string dimName = declared ? declared->name : name ? name->id : std::string();
+      bool defined = name && !known && opts_.defines.count(dimName);
+      if (name && !known && !defined && (declared || !parseDType(name->id))) {
         tile::VarPtr dim;
         for (const tile::VarPtr &existing : k.dims)
-          if (existing->name == declared->name)
+          if (existing->name == dimName)
             dim = existing;
         if (!dim) {
-          dim = newVar(declared->name, DType::Int32, tile::VarKind::Dim, d->loc(),
+          dim = newVar(dimName, DType::Int32, tile::VarKind::Dim, d->loc(),
                        static_cast<int>(k.dims.size()));
           k.dims.push_back(dim);
         }
@@ -380,20 +371,9 @@ bool Sema::analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope)
         shape.push_back(tile::varRef(dim, d->loc()));
         continue;
       }
-      bool known = name && (scope.names.count(name->id) || scope.module->names.count(name->id) ||
-                            scope.module->failed.count(name->id));
-      if (name && !known && !opts_.defines.count(name->id) && !parseDType(name->id)) {
-        // A free name is a symbolic dimension, shared by every shape that names it.
-        tile::VarPtr dim = newVar(name->id, DType::Int32, tile::VarKind::Dim, d->loc(),
-                                  static_cast<int>(k.dims.size()));
-        k.dims.push_back(dim);
-        scope.names[name->id] = ExprVal{tile::varRef(dim, d->loc())};
-        shape.push_back(tile::varRef(dim, d->loc()));
-        continue;
-      }
-      if (name && !known && opts_.defines.count(name->id)) {
-        usedDefines_[name->id] = true;
-        auto v = parseDefine(name->id, opts_.defines.at(name->id), d->loc());
+      if (defined) {
+        usedDefines_[dimName] = true;
+        auto v = parseDefine(dimName, opts_.defines.at(dimName), d->loc());
         if (!v)
           return false;
         scope.names[name->id] = *v;
@@ -403,10 +383,10 @@ bool Sema::analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope)
         return false;
       auto *ev = std::get_if<ExprVal>(&*v);
       if (!ev || isFloat(ev->expr->dtype) || ev->expr->dtype == DType::Bool) {
-        if (name && !known && opts_.defines.count(name->id))
+        if (defined)
           diags_.error(d->loc(), fmt::format("-D {}={} gives the symbolic dimension '{}' a value "
                                              "that is not an integer",
-                                             name->id, opts_.defines.at(name->id), name->id));
+                                             dimName, opts_.defines.at(dimName), dimName));
         else
           diags_.error(d->loc(), "a tensor dimension must be an integer or a symbolic name");
         return false;
@@ -488,10 +468,7 @@ std::optional<tile::Kernel> Sema::analyzeKernel(const ast::FuncDef &def,
       } else if (!s || s->value.empty()) {
         diags_.error(kw.value->loc(), "@kernel(name=...) takes a non-empty string");
       } else {
-        bool ok = (std::isalpha(static_cast<unsigned char>(s->value[0])) || s->value[0] == '_');
-        for (char ch : s->value)
-          ok = ok && (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_');
-        if (!ok)
+        if (!isIdentifier(s->value))
           diags_.error(kw.value->loc(),
                        fmt::format("'{}' is not a valid symbol name for a kernel", s->value));
         else

@@ -187,54 +187,16 @@ ExprPtr Parser::parseLeftAssoc(std::initializer_list<std::pair<TokenKind, Binary
 }
 
 ExprPtr Parser::parseArith() {
-  NestingScope scope(*this);
-  SourceLoc begin = tok_.loc;
-  ExprPtr lhs = parseTerm();
-  while (lhs && (at(TokenKind::Plus) || at(TokenKind::Minus))) {
-    BinaryOp op = at(TokenKind::Plus) ? BinaryOp::Add : BinaryOp::Sub;
-    if (!scope.enter(tok_.loc))
-      return nullptr;
-    advance();
-    ExprPtr rhs = parseTerm();
-    if (!rhs)
-      return nullptr;
-    lhs = makeExpr(begin, Binary{op, std::move(lhs), std::move(rhs)});
-  }
-  return lhs;
+  return parseLeftAssoc({{TokenKind::Plus, BinaryOp::Add}, {TokenKind::Minus, BinaryOp::Sub}},
+                        &Parser::parseTerm);
 }
 
 ExprPtr Parser::parseTerm() {
-  NestingScope scope(*this);
-  SourceLoc begin = tok_.loc;
-  ExprPtr lhs = parseUnary();
-  for (;;) {
-    if (!lhs)
-      return nullptr;
-    BinaryOp op;
-    switch (tok_.kind) {
-    case TokenKind::Star:
-      op = BinaryOp::Mul;
-      break;
-    case TokenKind::Slash:
-      op = BinaryOp::Div;
-      break;
-    case TokenKind::SlashSlash:
-      op = BinaryOp::FloorDiv;
-      break;
-    case TokenKind::Percent:
-      op = BinaryOp::Mod;
-      break;
-    default:
-      return lhs;
-    }
-    if (!scope.enter(tok_.loc))
-      return nullptr;
-    advance();
-    ExprPtr rhs = parseUnary();
-    if (!rhs)
-      return nullptr;
-    lhs = makeExpr(begin, Binary{op, std::move(lhs), std::move(rhs)});
-  }
+  return parseLeftAssoc({{TokenKind::Star, BinaryOp::Mul},
+                         {TokenKind::Slash, BinaryOp::Div},
+                         {TokenKind::SlashSlash, BinaryOp::FloorDiv},
+                         {TokenKind::Percent, BinaryOp::Mod}},
+                        &Parser::parseUnary);
 }
 
 ExprPtr Parser::parseUnary() {
