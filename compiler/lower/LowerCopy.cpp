@@ -43,16 +43,17 @@ KernelLowering::TileEnd KernelLowering::sharedEnd(const tile::BufferPtr &b,
   e.read = [this, b](const ChunkRef &c, int64_t lane) {
     return thir::sharedLoad(sharedOffset(b, laneIndex(c, lane)), Type{b->dtype});
   };
+  // A pipeline's copies issued ahead write versions its own protocol orders.
   e.write = [this, b](const ChunkRef &c, int64_t lane, thir::Expr v, thir::Body &body) {
-    body.push_back(
-        {thir::SharedStore{sharedOffset(b, laneIndex(c, lane)), thir::cast(v, Type{b->dtype})}});
+    body.push_back({thir::SharedStore{sharedOffset(b, laneIndex(c, lane)),
+                                      thir::cast(v, Type{b->dtype}), asyncCopies_}});
   };
   if (vectorizable(v, b->dtype)) {
     e.readVector = [this, b, v](const ChunkRef &c) {
       return thir::sharedLoad(sharedOffset(b, c.index), Type{b->dtype, v});
     };
     e.writeVector = [this, b](const ChunkRef &c, thir::Expr vec, thir::Body &body) {
-      body.push_back({thir::SharedStore{sharedOffset(b, c.index), vec}});
+      body.push_back({thir::SharedStore{sharedOffset(b, c.index), vec, asyncCopies_}});
     };
   }
   return e;

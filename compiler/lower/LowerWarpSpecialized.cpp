@@ -215,6 +215,7 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   };
 
   thir::IfStmt roles{thir::binary(thir::BinOp::Ge, tid, i32(C)), {}, {}};
+  roles.elseGroup = thir::SyncGroup{1, C};
   // ---- Producer ----------------------------------------------------------------------------
   thir::Body &producer = roles.then;
   auto producerLoop = [&](bool useTma, thir::Body &into) {
@@ -463,7 +464,7 @@ void KernelLowering::copyElementwise(const tile::Copy &c, TmaDims dims,
       loaded.emplace_back(sharedOffset(dst, {rs[i], colsAt[i]}), v);
     }
     for (auto &[at, v] : loaded)
-      into.push_back({thir::SharedStore{at, thir::var(v, et)}});
+      into.push_back({thir::SharedStore{at, thir::var(v, et), /*ahead=*/true}});
   };
   if (!columnWalk) {
     thir::ForStmt loop = counted(ptid, R * W, kProducerThreads);

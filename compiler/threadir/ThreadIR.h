@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <variant>
@@ -245,10 +246,19 @@ struct Printf {
   std::string format;
   std::vector<Expr> args;
 };
+/// Threads that run a branch as whole warps and synchronize among themselves with named barrier
+/// `barrier` of `threads` threads (warp specialization's consumers): insert-barriers orders the
+/// branch's shared-memory accesses with it, and the verifier allows no other barrier there.
+struct SyncGroup {
+  int barrier = 1;
+  int threads = 0;
+  friend bool operator==(const SyncGroup &, const SyncGroup &) = default;
+};
 struct IfStmt {
   Expr cond;
   Body then;
   Body otherwise;
+  std::optional<SyncGroup> thenGroup = std::nullopt, elseGroup = std::nullopt;
 };
 /// for (var = begin; var < end; var += step); var is an Int32 or Int64 variable declared here.
 struct ForStmt {
@@ -310,10 +320,13 @@ struct WgmmaWait {
 /// writes visible to async-proxy readers (wgmma, TMA) once a barrier follows.
 struct FenceProxyAsync {};
 /// Writes a scalar or vector (naturally aligned up to 16 bytes) to the kernel's dynamic shared
-/// memory at `byteOffset` (Int32).
+/// memory at `byteOffset` (Int32). `ahead`: a software pipeline's store into a buffer version no
+/// thread reads until the pipeline's own synchronization (its wait and barrier, or an mbarrier)
+/// says so; insert-barriers leaves such stores to that protocol, as it does cp.async and TMA.
 struct SharedStore {
   Expr byteOffset;
   Expr value;
+  bool ahead = false;
 };
 
 struct Stmt {

@@ -528,8 +528,13 @@ private:
       Expr offset = sharedOffset(false);
       expectPunct("=");
       Expr value = expr();
+      bool ahead = false;
+      if (cur_.isIdent("ahead")) {
+        advance();
+        ahead = true;
+      }
       endOfStatement();
-      return {SharedStore{offset, value}};
+      return {SharedStore{offset, value, ahead}};
     }
     if (word == "if")
       return ifStatement();
@@ -543,17 +548,31 @@ private:
     IfStmt s;
     s.cond = expr();
     lets_.clear();
+    s.thenGroup = syncGroup();
     expectPunct("{");
     s.then = body();
     expectPunct("}");
     if (cur_.isIdent("else")) {
       advance();
+      s.elseGroup = syncGroup();
       expectPunct("{");
       s.otherwise = body();
       expectPunct("}");
     }
     endOfStatement();
     return {std::move(s)};
+  }
+
+  /// `sync BARRIER, THREADS` after `if COND` or `else`.
+  std::optional<SyncGroup> syncGroup() {
+    if (!cur_.isIdent("sync"))
+      return std::nullopt;
+    advance();
+    SyncGroup g;
+    g.barrier = smallInt("a barrier id");
+    expectPunct(",");
+    g.threads = smallInt("a thread count");
+    return g;
   }
 
   Stmt forStatement() {

@@ -258,13 +258,16 @@ private:
   }
   void stmt(const IfStmt &s, int depth) {
     bindShared({s.cond}, depth);
-    line(depth, fmt::format("if {} {{", expr(s.cond)));
+    line(depth, fmt::format("if {}{} {{", expr(s.cond), group(s.thenGroup)));
     body(s.then, depth + 1);
-    if (!s.otherwise.empty()) {
-      line(depth, "} else {");
+    if (!s.otherwise.empty() || s.elseGroup) {
+      line(depth, fmt::format("}} else{} {{", group(s.elseGroup)));
       body(s.otherwise, depth + 1);
     }
     line(depth, "}");
+  }
+  static std::string group(const std::optional<SyncGroup> &g) {
+    return g ? fmt::format(" sync {}, {}", g->barrier, g->threads) : std::string();
   }
   void stmt(const ForStmt &s, int depth) {
     bindShared({s.begin, s.end, s.step}, depth);
@@ -317,7 +320,8 @@ private:
   void stmt(const FenceProxyAsync &, int depth) { line(depth, "fence.proxy.async.shared"); }
   void stmt(const SharedStore &s, int depth) {
     bindShared({s.byteOffset, s.value}, depth);
-    line(depth, fmt::format("smem[{}] = {}", expr(s.byteOffset), expr(s.value)));
+    line(depth, fmt::format("smem[{}] = {}{}", expr(s.byteOffset), expr(s.value),
+                            s.ahead ? " ahead" : ""));
   }
 
   std::string &out_;

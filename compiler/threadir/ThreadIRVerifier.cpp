@@ -8,6 +8,7 @@
 
 #include <cctype>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_set>
 
@@ -260,8 +261,24 @@ private:
   void stmt(const IfStmt &i, const Stmt *s) {
     node(i.cond);
     requireType(s, i.cond, kBool, "an if condition");
-    body(i.then);
-    body(i.otherwise);
+    branch(i.then, i.thenGroup, s);
+    branch(i.otherwise, i.elseGroup, s);
+  }
+  void branch(const Body &b, const std::optional<SyncGroup> &g, const Stmt *s) {
+    if (!g) {
+      body(b);
+      return;
+    }
+    if (g->barrier < 1 || g->barrier > 15)
+      error(s, fmt::format("sync group barrier id {} outside 1..15", g->barrier));
+    if (g->threads <= 0 || g->threads % 32 != 0 || g->threads > k_->threads)
+      error(s, fmt::format("sync group of {} threads (a positive multiple of 32, at most the "
+                           "block's {})",
+                           g->threads, k_->threads));
+    std::optional<SyncGroup> outer = group_;
+    group_ = g;
+    body(b);
+    group_ = outer;
   }
   void stmt(const ForStmt &f, const Stmt *s) {
     node(f.begin);
@@ -281,6 +298,10 @@ private:
     if (b.threads < 0 || b.threads % 32 != 0 || b.threads > k_->threads)
       error(s, fmt::format("barrier of {} threads (a multiple of 32, at most the block's {})",
                            b.threads, k_->threads));
+    // Only the group's threads reach a barrier inside it: any other would never complete.
+    if (group_ && (b.id != group_->barrier || b.threads != group_->threads))
+      error(s, fmt::format("barrier {}, {} inside a sync group of barrier {}, {}", b.id, b.threads,
+                           group_->barrier, group_->threads));
   }
   void mbarrier(const Stmt *s, const Expr &bar) {
     node(bar);
@@ -552,6 +573,7 @@ private:
   DiagnosticEngine &diags_;
   const Locator &locate_;
   const Kernel *k_ = nullptr;
+  std::optional<SyncGroup> group_; // the sync group of the branch being verified
   bool ok_ = true;
   unsigned errors_ = 0;
   std::map<int, Type> vars_; // declared so far, in text order
