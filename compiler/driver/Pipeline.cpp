@@ -3,6 +3,7 @@
 #include "driver/Ptxas.h"
 #include "lower/Plan.h"
 #include "sema/Sema.h"
+#include "sync/Sync.h"
 #include "syntax/ASTPrinter.h"
 #include "syntax/Parser.h"
 #include "threadir/ThreadIR.h"
@@ -103,6 +104,16 @@ bool runLowerToThreadIR(Compilation &c) {
   return c.lowered.has_value();
 }
 
+bool runInsertBarriers(Compilation &c) {
+  sync::insertBarriers(c.lowered->module);
+  return true;
+}
+
+bool runElideFences(Compilation &c) {
+  sync::elideFences(c.lowered->module);
+  return true;
+}
+
 bool runBuildLLVM(Compilation &c) {
   auto mod = codegen::emitModule(c.lowered->module, c.codegenOptions(), c.llvmContext);
   if (!mod) {
@@ -178,6 +189,10 @@ const std::vector<Pass> &compilePipeline() {
        dumpPlan},
       {"lower-to-thread-ir", "tile IR -> thread IR as the plan decided", runLowerToThreadIR,
        dumpThreadIR},
+      {"insert-barriers", "barriers (and async-proxy fences) where threads share memory",
+       runInsertBarriers, dumpThreadIR},
+      {"elide-fences", "async-proxy fences that fence nothing or serve no one removed",
+       runElideFences, dumpThreadIR},
       {"build-llvm", "thread IR -> LLVM IR (NVPTX)", runBuildLLVM, dumpLLVM},
       {"optimize-llvm", "LLVM's O3 pipeline", runOptimizeLLVM, dumpLLVM},
       {"emit-ptx", "LLVM IR -> PTX (NVPTX code generation)", runEmitPTX, dumpPTX},
@@ -191,9 +206,9 @@ bool isThreadIRInput(const std::string &path) { return fs::path(path).extension(
 size_t threadIRFirstPass() {
   const auto &passes = compilePipeline();
   for (size_t i = 0; i < passes.size(); ++i)
-    if (passes[i].name == "build-llvm")
+    if (passes[i].name == "insert-barriers")
       return i;
-  throw std::logic_error("the pipeline has no build-llvm pass");
+  throw std::logic_error("the pipeline has no insert-barriers pass");
 }
 
 bool loadThreadIR(Compilation &c, std::ostream &out) {
@@ -230,8 +245,9 @@ std::string_view passForDumpName(std::string_view name) {
     return "parse";
   if (name == "tile-ir")
     return "sema";
+  // The thread IR code generation reads: after the last pass over thread IR.
   if (name == "thread-ir")
-    return "lower-to-thread-ir";
+    return "elide-fences";
   for (const Pass &p : compilePipeline())
     if (p.name == name)
       return p.name;

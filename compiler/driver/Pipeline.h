@@ -101,7 +101,7 @@ std::string formatStepTimes(const std::vector<std::pair<std::string, double>> &t
 /// Whether `path` names thread IR text (.thir), which enters the pipeline after
 /// lower-to-thread-ir (docs/thread-ir.md).
 bool isThreadIRInput(const std::string &path);
-/// The index of the first pass a thread IR input runs (build-llvm).
+/// The index of the first pass a thread IR input runs (insert-barriers).
 size_t threadIRFirstPass();
 /// Parses and verifies thread IR text into c.lowered, standing in for the passes before
 /// threadIRFirstPass(); prints it for --dump-after=lower-to-thread-ir. False after an error.

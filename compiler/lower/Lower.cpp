@@ -487,10 +487,7 @@ void KernelLowering::lowerSerial(const tile::Stmt &s, const tile::For &f, thir::
   if (b && n && !f.step)
     r = Interval{*b, *b + std::max<int64_t>(*n - 1, 0)};
   bind(*f.vars[0], value, r);
-  // What the previous iteration left in shared memory is unknown at the top of the body.
-  forgetSharedState();
   lowerBody(f.body, loop.body, lc);
-  forgetSharedState();
   out.push_back({std::move(loop)});
 }
 

@@ -323,9 +323,7 @@ void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thi
   walk.kind = FragmentLayout::Kind::Flat;
   walk.shape = constShape(src.buffer);
   walk.threads = k_.threads;
-  beforeSharedRead(out);
   copyGlobal(s, a.dst, sharedEnd(src.buffer, walk), /*toGlobal=*/true, out, a.op);
-  smemRead_ = true;
 }
 
 void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::Body &out) {
@@ -374,12 +372,7 @@ void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::B
     while (v > 1 && walk.shape.back() % v != 0)
       v /= 2;
     walk.vector = v;
-    if (srcShared)
-      beforeSharedRead(out);
-    else
-      beforeSharedWrite(out);
     copyGlobal(s, srcShared ? dst : src, sharedEnd(sh, walk), srcShared, out);
-    (srcShared ? smemRead_ : smemWritten_) = true;
     return;
   }
   if ((srcChip && dstShared) || (srcShared && dstChip)) {
@@ -389,10 +382,6 @@ void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::B
       return refuse(" (different shapes)");
     const FragmentLayout &l = fragmentLayouts_.at(frag->id);
     TileEnd f = fragmentEnd(frag), m = sharedEnd(sh, l);
-    if (srcShared)
-      beforeSharedRead(out);
-    else
-      beforeSharedWrite(out);
     thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
     for (const ChunkRef &ch : chunksOf(l)) {
       thir::Body *target = &out;
@@ -428,7 +417,6 @@ void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::B
       if (cond)
         out.push_back({std::move(guard)});
     }
-    (srcShared ? smemRead_ : smemWritten_) = true;
     return;
   }
   refuse("");

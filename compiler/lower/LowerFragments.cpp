@@ -683,9 +683,7 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
                                  mma ? thir::binary(thir::BinOp::Mod, lane, i32(4)) : lane, i32(0));
       for (int64_t i = 0; i < nPartial; ++i)
         leader.then.push_back({thir::SharedStore{entryOffset(warp, i), pvar(i)}});
-      out.push_back(barrier());
       out.push_back({std::move(leader)});
-      out.push_back(barrier());
       int64_t span = warps * warpStride;
       thir::Expr firstWarp =
           span == totalWarps

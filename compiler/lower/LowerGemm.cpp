@@ -21,21 +21,6 @@ int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
 } // namespace
 
-bool writesShared(const thir::Body &body, size_t from) {
-  for (size_t i = from; i < body.size(); ++i) {
-    const thir::Stmt &st = body[i];
-    if (std::holds_alternative<thir::SharedStore>(st.op) ||
-        std::holds_alternative<thir::CpAsync>(st.op))
-      return true;
-    if (auto *f = std::get_if<thir::ForStmt>(&st.op); f && writesShared(f->body, 0))
-      return true;
-    if (auto *c = std::get_if<thir::IfStmt>(&st.op);
-        c && (writesShared(c->then, 0) || writesShared(c->otherwise, 0)))
-      return true;
-  }
-  return false;
-}
-
 thir::Expr KernelLowering::sharedOffset(const tile::BufferPtr &b,
                                         const std::vector<thir::Expr> &index) {
   const SharedBuffer &sb = shared_.at(b->id);
@@ -68,25 +53,6 @@ bool KernelLowering::checkSharedLimit() {
                                "the {} bytes {} allows",
                                k_.name, out_.dynamicSharedBytes, limit, opts_.target.arch));
   return false;
-}
-
-void KernelLowering::beforeSharedWrite(thir::Body &out) {
-  if (smemRead_ || smemWritten_) {
-    out.push_back(barrier());
-    smemRead_ = smemWritten_ = false;
-  }
-}
-
-void KernelLowering::beforeSharedRead(thir::Body &out) {
-  if (smemWritten_) {
-    out.push_back(barrier());
-    smemRead_ = smemWritten_ = false;
-  }
-}
-
-void KernelLowering::forgetSharedState() {
-  if (!shared_.empty())
-    smemRead_ = smemWritten_ = true;
 }
 
 void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out) {
@@ -140,7 +106,6 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
     return;
   }
   int64_t WM = lc.warpTileM(), WN = lc.warpTileN(), MI = WM / 16, NI = WN / 8;
-  beforeSharedRead(out);
   thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
   thir::Expr warp = div(tid, opts_.target.warpSize), lane = mod(tid, opts_.target.warpSize);
   thir::Expr wM = lc.warpsN == 1 ? warp : div(warp, lc.warpsN);
@@ -222,7 +187,6 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
       }
     }
   }
-  smemRead_ = true;
   if (A->scope != tile::Scope::Shared && !la)
     shared_.erase(A->id); // staged for this gemm only
 }
@@ -308,14 +272,8 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
   int64_t tilesM = groupRows / 64, pieces = WN / plan->instrN;
   auto layoutOf = [&](const tile::BufferPtr &b) { return shared_.at(b->id).layout; };
 
-  // Generic-proxy writes to the operands (copies into shared memory) must be visible to the
-  // async proxy that wgmma reads through: every writer fences, then the block synchronizes
-  // (unless a pipelined loop did both at the top of this body and nothing wrote since).
-  if (!(fencedPoint_ && fencedPoint_->first == &out && !writesShared(out, fencedPoint_->second))) {
-    out.push_back({thir::FenceProxyAsync{}});
-    out.push_back(barrier());
-  }
-  smemRead_ = smemWritten_ = false;
+  // Generic-proxy writes to the operands are made visible to wgmma's async-proxy reads by a
+  // fence and a barrier that insert-barriers places where they are needed.
   std::optional<analysis::SharedLayout> aLayout;
   if (!aRegs)
     aLayout = layoutOf(A);
@@ -413,7 +371,6 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
     out.push_back(
         {thir::AssignVar{slotVars_.at(C->id).at(slot),
                          thir::extractLane(thir::var(d, accType), static_cast<int>(slot))}});
-  smemRead_ = true;
   if (A->scope != tile::Scope::Shared)
     shared_.erase(A->id); // staged for this gemm only
 }
@@ -438,7 +395,6 @@ bool KernelLowering::stageOperand(const tile::Stmt &s, const tile::BufferPtr &a,
   out_.dynamicSharedBytes =
       std::max<int>(out_.dynamicSharedBytes, static_cast<int>(sb.offset + sb.layout.bytes()));
   shared_[a->id] = sb;
-  out.push_back(barrier());
   for (const ChunkRef &c : chunksOf(l)) {
     std::vector<thir::Expr> lanes;
     for (int64_t lane = 0; lane < l.vector; ++lane)
@@ -450,8 +406,6 @@ bool KernelLowering::stageOperand(const tile::Stmt &s, const tile::BufferPtr &a,
     else
       out.push_back({st});
   }
-  smemRead_ = false;
-  smemWritten_ = true; // the gemm synchronizes before it reads
   return true;
 }
 

@@ -104,9 +104,6 @@ inline thir::Expr balancedAnd(const std::vector<thir::Expr> &conds, size_t lo = 
   return thir::binary(thir::BinOp::And, balancedAnd(conds, lo, mid), balancedAnd(conds, mid, hi));
 }
 
-/// Whether statements `from`.. of `body` (and what they nest) write shared memory.
-bool writesShared(const thir::Body &body, size_t from);
-
 /// How a reduction combines elements.
 struct ReduceOp {
   thir::BinOp combine;
@@ -287,7 +284,7 @@ private:
   void lowerPrint(const tile::Stmt &s, const tile::Print &p, thir::Body &out,
                   const LaneContext &lc);
 
-  // ---- LowerGemm.cpp: shared memory, barriers, gemm, block rasterization ---------------------
+  // ---- LowerGemm.cpp: shared memory, gemm, block rasterization ---------------------
   using SharedBuffer = SharedPlacement;
   /// Reports a kernel whose shared memory exceeds what the target gives one block.
   bool checkSharedLimit();
@@ -295,9 +292,6 @@ private:
   bool checkRegisterLimit();
   /// Byte offset (Int32) of element `index` of shared buffer `b`.
   thir::Expr sharedOffset(const tile::BufferPtr &b, const std::vector<thir::Expr> &index);
-  void beforeSharedWrite(thir::Body &out);
-  void beforeSharedRead(thir::Body &out);
-  void forgetSharedState();
   void lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
   void lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
   /// float8 gemm runs on wgmma only (both operands K-major in shared memory, float32
@@ -309,9 +303,6 @@ private:
   const std::map<const tile::For *, PipelinePlan> &pipelines_;
   std::map<int, thir::Expr> stageOffset_; // shared buffer id -> byte offset of the version in use
   bool asyncCopies_ = false;              // global -> shared copies use cp.async where they can
-  /// Where a pipelined loop's `fence.proxy.async; barrier` ends (sm_90): a wgmma in that body
-  /// with no generic shared-memory write after it needs no fence and barrier of its own.
-  std::optional<std::pair<const thir::Body *, size_t>> fencedPoint_;
   /// Stores fragment `a` into scratch shared memory with its canonical shared layout and makes
   /// shared_ describe it there, so that a gemm can read it as a shared operand (an A operand
   /// whose register layout does not give each warp the rows it multiplies). Returns false after
@@ -333,7 +324,8 @@ private:
   void copyElementwise(const tile::Copy &c, TmaDims dims, const std::vector<thir::Expr> &starts,
                        thir::Expr ptid, thir::Body &out);
   /// A barrier among the threads that run the current code: the block, or after warp
-  /// specialization the consumers (named barrier 1).
+  /// specialization the consumers (named barrier 1). Only a protocol's own barriers (a software
+  /// pipeline's) come from lowering; insert-barriers adds those that order shared accesses.
   thir::Stmt barrier() const;
   int barrierThreads_ = 0;
   std::map<const tile::Stmt *, int> tensorMapOf_; // a TMA copy -> its TensorMap parameter
@@ -343,7 +335,6 @@ public:
   std::map<int, SharedBuffer> shared_;
 
 private:
-  bool smemWritten_ = false, smemRead_ = false;
   void lowerFill(const tile::Stmt &s, const tile::Fill &f, thir::Body &out);
   void lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thir::Body &out);
   // ---- LowerScan.cpp: tile operations done through shared memory ----------------------------
@@ -362,7 +353,7 @@ private:
                                             const tile::Region &dst, const char *what, DType acc,
                                             bool inPlace, thir::Body &out);
   /// Ends it: loads a fragment destination from its scratch (with `combine`, combined into its
-  /// values) and records the shared memory accesses that a later barrier must order.
+  /// values).
   void unstageThroughShared(const tile::BufferPtr &dst, int64_t dstScratch, DType acc,
                             std::optional<thir::BinOp> combine, thir::Body &out);
   /// Where element `idx` of on-chip buffer `b` lives in shared memory: its own place for a

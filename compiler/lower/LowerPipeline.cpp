@@ -23,7 +23,6 @@ void KernelLowering::lowerPipelined(const tile::Stmt &s, const tile::For &f, thi
   if (plan.reusesBuffers) {
     // The prologue overwrites versions another loop's threads may still be reading.
     out.push_back(barrier());
-    smemRead_ = smemWritten_ = false;
   }
   int nVar = nextVar_++;
   out.push_back({thir::DeclVar{nVar, i32t, thir::cast(extent, i32t)}});
@@ -40,23 +39,17 @@ void KernelLowering::lowerPipelined(const tile::Stmt &s, const tile::For &f, thi
   };
   // Issues the copies of `iteration` (when it exists) and closes their commit group.
   auto issue = [&](thir::Expr iteration, thir::Body &body) {
-    bool read = smemRead_, written = smemWritten_;
-    smemRead_ = smemWritten_ = false; // the versions written here are not in use
     at(iteration);
     thir::IfStmt exists;
     exists.cond = thir::binary(thir::BinOp::Lt, iteration, n);
     for (const tile::Stmt *l : plan.lets)
       lowerStmt(*l, exists.then, {});
     asyncCopies_ = true;
-    for (const tile::Stmt *c : plan.copies) {
+    for (const tile::Stmt *c : plan.copies)
       lowerStmt(*c, exists.then, {});
-      smemRead_ = smemWritten_ = false; // each copy writes its own buffer's version
-    }
     asyncCopies_ = false;
     body.push_back({std::move(exists)});
     body.push_back({thir::CpAsyncCommit{}});
-    smemRead_ = read;
-    smemWritten_ = written;
   };
   for (int st = 0; st + 1 < S; ++st)
     issue(i32(st), out);
@@ -70,11 +63,8 @@ void KernelLowering::lowerPipelined(const tile::Stmt &s, const tile::For &f, thi
   if (asyncProxy)
     loop.body.push_back({thir::FenceProxyAsync{}});
   loop.body.push_back(barrier());
-  smemRead_ = smemWritten_ = false;
-  issue(thir::binary(thir::BinOp::Add, it, i32(S - 1)), loop.body);
   // The issued copies write versions this iteration does not read.
-  if (asyncProxy)
-    fencedPoint_ = std::make_pair(&loop.body, loop.body.size());
+  issue(thir::binary(thir::BinOp::Add, it, i32(S - 1)), loop.body);
   at(it);
   std::optional<Interval> r;
   auto b0 = tile::asConstInt(f.begins[0]), n0 = tile::asConstInt(f.extents[0]);
@@ -87,8 +77,6 @@ void KernelLowering::lowerPipelined(const tile::Stmt &s, const tile::For &f, thi
     if (!issued.count(&st))
       lowerStmt(st, loop.body, {});
   }
-  fencedPoint_.reset();
-  forgetSharedState();
   out.push_back({std::move(loop)});
   out.push_back({thir::CpAsyncWait{0}});
   for (const tile::Stmt *c : plan.copies)

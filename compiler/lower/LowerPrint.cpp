@@ -67,7 +67,6 @@ void KernelLowering::lowerPrint(const tile::Stmt &s, const tile::Print &p, thir:
     return thir::Stmt{thir::Printf{format, std::move(head)}};
   };
   if (b->scope == tile::Scope::Shared) {
-    beforeSharedRead(out);
     int64_t total = 1;
     for (int64_t d : shape)
       total *= d;
@@ -84,7 +83,6 @@ void KernelLowering::lowerPrint(const tile::Stmt &s, const tile::Print &p, thir:
     first.cond = thir::binary(thir::BinOp::Eq, tid, i32(0));
     first.then.push_back({std::move(loop)});
     out.push_back({std::move(first)});
-    smemRead_ = true;
     return;
   }
   // Fragment or local buffer: each thread its own slots.

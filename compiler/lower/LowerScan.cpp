@@ -118,24 +118,15 @@ KernelLowering::stageThroughShared(const tile::Stmt &s, const tile::Region &src,
   // planShared made dynamicSharedBytes at least scratchBase_: with no fragment, nothing grows.
   const int64_t end = inPlace ? scratch.src + std::max(srcBytes, dstBytes) : scratch.dst + dstBytes;
   out_.dynamicSharedBytes = std::max<int>(out_.dynamicSharedBytes, static_cast<int>(end));
-  out.push_back(barrier());
-  if (srcFragment) {
+  if (srcFragment)
     fragmentToScratch(src.buffer, scratch.src, acc, out);
-    out.push_back(barrier());
-  }
   return scratch;
 }
 
 void KernelLowering::unstageThroughShared(const tile::BufferPtr &dst, int64_t dstScratch, DType acc,
                                           std::optional<thir::BinOp> combine, thir::Body &out) {
-  out.push_back(barrier());
-  smemRead_ = smemWritten_ = false;
-  if (dst->scope == tile::Scope::Fragment) {
+  if (dst->scope == tile::Scope::Fragment)
     fragmentFromScratch(dst, dstScratch, acc, combine, out);
-    smemRead_ = true;
-  } else {
-    smemWritten_ = true;
-  }
 }
 
 void KernelLowering::lowerCumsum(const tile::Stmt &s, const tile::Cumsum &c, thir::Body &out) {

@@ -294,11 +294,6 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     if (failed_)
       return;
   }
-  if (smemWritten_) {
-    // The loop's wgmma reads what the prologue wrote through the generic proxy.
-    consumer.push_back({thir::FenceProxyAsync{}});
-    consumer.push_back(barrier());
-  }
   const tile::Gemm *inFlight = nullptr;
   if (plan.gemmInFlight)
     for (const tile::Stmt &st : f.body)
@@ -310,7 +305,6 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     thir::Expr it = thir::var(loop.var, i32t);
     RingPosition at = position(it);
     onlyIf(at.first, {{thir::MbarrierWait{full(at.slot), at.phase}}}, loop.body);
-    const size_t top = loop.body.size();
     for (const tile::Stmt *st : plan.copies) {
       const tile::BufferPtr &b = std::get<tile::Copy>(st->op).dst.buffer;
       stageOffset_[b->id] = mul(at.version, shared_.at(b->id).layout.bytes());
@@ -320,9 +314,6 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     if (b0 && n0)
       r = Interval{*b0, *b0 + std::max<int64_t>(*n0 - 1, 0)};
     bind(*f.vars[0], add(begin, it), r);
-    // What the mbarrier wait made visible needs no fence or barrier before a wgmma reads it.
-    smemRead_ = smemWritten_ = false;
-    fencedPoint_ = std::make_pair(&loop.body, loop.body.size());
     // With G iterations per slot only a slot's first iteration releases anything: the others
     // leave their groups in flight (wait_group G is no wait) and the first waits for all but
     // its own group before it releases the previous slot.
@@ -335,12 +326,6 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
         lowerStmt(st, loop.body, {});
     }
     wgmmaPending_ = 0;
-    fencedPoint_.reset();
-    // Consumers synchronize with each other only through barriers: when the body writes shared
-    // memory (a cross-warpgroup reduction, a tile for a gemm), one iteration's writes must wait
-    // until every consumer is done reading the previous iteration's.
-    if (writesShared(loop.body, top))
-      loop.body.insert(loop.body.begin() + static_cast<std::ptrdiff_t>(top), barrier());
     if (inFlight) {
       // The group of iteration it - 1 has completed (wait_group 1, in the wgmma or after it):
       // when that was the last iteration of the previous slot, the slot is free.
@@ -362,7 +347,6 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     consumer.push_back({std::move(loop)});
     if (inFlight)
       consumer.push_back({thir::WgmmaWait{0, slotVars_.at(inFlight->c.buffer->id)}});
-    forgetSharedState();
   }
   for (size_t i = next + 1; i < k_.body.size(); ++i) {
     if (failed_)

@@ -1,0 +1,112 @@
+#include "sync/Effects.h"
+
+#include <type_traits>
+
+namespace tilec::sync {
+
+Effects &Effects::operator|=(const Effects &o) {
+  read |= o.read;
+  write |= o.write;
+  asyncRead |= o.asyncRead;
+  landed |= o.landed;
+  aheadWrite |= o.aheadWrite;
+  publish |= o.publish;
+  return *this;
+}
+
+Effects EffectsCache::of(const thir::Expr &e) {
+  if (!e)
+    return {};
+  if (auto it = exprs_.find(e.get()); it != exprs_.end())
+    return it->second;
+  Effects fx;
+  if (std::holds_alternative<thir::SharedLoad>(e->op) ||
+      std::holds_alternative<thir::LdMatrix>(e->op))
+    fx.read = true;
+  if (std::holds_alternative<thir::Wgmma>(e->op))
+    fx.asyncRead = true;
+  thir::forEachOperand(*e, [&](const thir::Expr &o) { fx |= of(o); });
+  exprs_.emplace(e.get(), fx);
+  return fx;
+}
+
+namespace {
+template <class... Fs> struct Overloaded : Fs... { using Fs::operator()...; };
+template <class... Fs> Overloaded(Fs...) -> Overloaded<Fs...>;
+} // namespace
+
+Effects EffectsCache::ofStmt(const thir::Stmt &s) {
+  Effects fx;
+  auto use = [&](std::initializer_list<const thir::Expr *> es) {
+    for (const thir::Expr *e : es)
+      fx |= of(*e);
+  };
+  // Every statement kind is listed: a new one does not compile until it says what it does.
+  std::visit(Overloaded{
+                 [&](const thir::DeclVar &d) { use({&d.init}); },
+                 [&](const thir::AssignVar &a) { use({&a.value}); },
+                 [&](const thir::GlobalStore &g) {
+                   use({&g.index, &g.value});
+                 },
+                 [&](const thir::GlobalAtomic &g) {
+                   use({&g.index, &g.value});
+                 },
+                 [&](const thir::IfStmt &i) { use({&i.cond}); },
+                 [&](const thir::ForStmt &f) {
+                   use({&f.begin, &f.end, &f.step});
+                 },
+                 [&](const thir::Barrier &) {},
+                 [&](const thir::SharedStore &st) {
+                   use({&st.byteOffset, &st.value});
+                   (st.ahead ? fx.aheadWrite : fx.write) = true;
+                 },
+                 [&](const thir::FenceProxyAsync &) {},
+                 [&](const thir::Printf &p) {
+                   for (const thir::Expr &a : p.args)
+                     fx |= of(a);
+                 },
+                 [&](const thir::CpAsync &c) {
+                   use({&c.index, &c.byteOffset});
+                 },
+                 [&](const thir::CpAsyncCommit &) {},
+                 [&](const thir::CpAsyncWait &) { fx.landed = true; },
+                 [&](const thir::MbarrierInit &m) {
+                   use({&m.byteOffset, &m.count});
+                 },
+                 [&](const thir::MbarrierArrive &m) {
+                   use({&m.byteOffset, &m.txBytes});
+                   fx.publish = true;
+                 },
+                 [&](const thir::MbarrierWait &m) {
+                   use({&m.byteOffset, &m.parity});
+                 },
+                 [&](const thir::FenceMbarrierInit &) {},
+                 [&](const thir::TmaLoad &t) {
+                   for (const thir::Expr &c : t.coords)
+                     fx |= of(c);
+                   use({&t.byteOffset, &t.barOffset});
+                 },
+                 [&](const thir::SetMaxNReg &) {},
+                 [&](const thir::WgmmaWait &) {},
+             },
+             s.op);
+  return fx;
+}
+
+Effects EffectsCache::summarize(const thir::Body &body, bool untilBarrier) {
+  Effects fx;
+  for (const thir::Stmt &s : body) {
+    if (untilBarrier && std::holds_alternative<thir::Barrier>(s.op))
+      break;
+    fx |= ofStmt(s);
+    if (auto *i = std::get_if<thir::IfStmt>(&s.op)) {
+      fx |= summarize(i->then);
+      fx |= summarize(i->otherwise);
+    } else if (auto *f = std::get_if<thir::ForStmt>(&s.op)) {
+      fx |= summarize(f->body);
+    }
+  }
+  return fx;
+}
+
+} // namespace tilec::sync

@@ -1,0 +1,36 @@
+// What one thread-IR statement does to shared memory, as the synchronization passes see it.
+#pragma once
+
+#include "threadir/ThreadIR.h"
+
+#include <unordered_map>
+
+namespace tilec::sync {
+
+/// The shared-memory accesses of a statement's own operands, or (summarize) of everything it
+/// runs, nested bodies included.
+struct Effects {
+  bool read = false;       // generic-proxy loads (ld.shared, ldmatrix)
+  bool write = false;      // generic-proxy stores other threads may read without a protocol
+  bool asyncRead = false;  // async-proxy reads (wgmma operands through descriptors)
+  bool landed = false;     // cp.async groups completing (cp.async.wait): generic writes
+  bool aheadWrite = false; // a pipeline's stores ahead (ordered by its protocol)
+  bool publish = false;    // an mbarrier arrival: data handed to threads it does not see
+  Effects &operator|=(const Effects &o);
+};
+
+/// Memoizes expression effects by node: expressions are DAGs, often deeply shared.
+class EffectsCache {
+public:
+  Effects of(const thir::Expr &e);
+  /// The statement's own operands and kind, not its nested bodies.
+  Effects ofStmt(const thir::Stmt &s);
+  /// Everything `body` runs, nested bodies included; with `untilBarrier`, only what runs before
+  /// the first barrier among its own statements.
+  Effects summarize(const thir::Body &body, bool untilBarrier = false);
+
+private:
+  std::unordered_map<const thir::Node *, Effects> exprs_;
+};
+
+} // namespace tilec::sync
