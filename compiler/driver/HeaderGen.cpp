@@ -1,5 +1,7 @@
 #include "driver/HeaderGen.h"
 
+#include "target/TargetInfo.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -468,21 +470,16 @@ void appendKernel(std::string &out, const KernelEntry &e, size_t index) {
                      index);
 }
 
-/// sm_XY[a] -> (X, Y, arch-specific); the driver's target names are all of this form.
+/// The compute capability an image needs, from the target description of its arch.
 struct ArchNumbers {
   int major, minor;
   bool archSpecific;
 };
 ArchNumbers archNumbers(std::string_view arch) {
-  std::string_view digits = arch.substr(arch.rfind('_') + 1);
-  bool specific = !digits.empty() && digits.back() == 'a';
-  if (specific)
-    digits.remove_suffix(1);
-  if (arch.rfind("sm_", 0) != 0 || digits.size() < 2 ||
-      !std::all_of(digits.begin(), digits.end(), [](char c) { return std::isdigit(c); }))
+  std::optional<target::TargetInfo> t = target::targetInfo(arch);
+  if (!t)
     bug(fmt::format("unexpected arch name '{}'", arch));
-  int v = std::stoi(std::string(digits));
-  return {v / 10, v % 10, specific};
+  return {t->smVersion / 10, t->smVersion % 10, t->archSpecific};
 }
 
 /// FNV-1a, 64 bits: stable across platforms and compiler versions, unlike std::hash.
