@@ -99,6 +99,7 @@ def report(title, started, intro, head, rows, failed, out):
     if failed:
         print("\nFAILED:\n" + "\n".join("  " + f for f in failed))
     if out:
+        os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
         with open(out, "w") as f:
             f.write(f"# {title} ({started})\n\n{intro}\n\n")
             f.write("\n".join(table) + "\n")
