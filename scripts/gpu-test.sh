@@ -33,7 +33,7 @@ build)
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen/sm_80" --arch sm_80 --embed ptx \
       --namespace "tile::sm80::$sample" --emit cubin,ptx,header,layout
   done
-  for sample in vector_add softmax rmsnorm_silu; do
+  for sample in vector_add softmax rmsnorm_silu warp_reduce; do
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen" --emit cubin,ptx,header,layout
   done
   for kernel in "$root"/tests/gpu/kernels/*.tile; do

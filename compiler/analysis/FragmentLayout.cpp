@@ -483,6 +483,7 @@ private:
               [](const tile::Cumsum &) {},
               [](const tile::Atomic &) {},
               [](const tile::Print &) {},
+              [](const tile::SyncThreads &) {},
               [](const tile::UseSwizzle &) {},
               [](const tile::AnnotateLayout &) {},
           },

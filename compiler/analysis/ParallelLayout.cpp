@@ -74,6 +74,10 @@ private:
             expr(op.cond, valuePosition);
             expr(op.a, valuePosition);
             expr(op.b, valuePosition);
+          } else if constexpr (std::is_same_v<T, tile::Shuffle>) {
+            expr(op.value, true);
+            expr(op.arg, true);
+            limit(1, "a warp shuffle");
           }
         },
         e->op);
@@ -88,6 +92,11 @@ private:
       dependsOnInner = dependsOnInner || mentions(i, inner_);
     if (!dependsOnInner)
       return; // the same element for every lane: a scalar access, broadcast
+    if (buf->scope == tile::Scope::Shared) {
+      // Shared elements are read and written one at a time (their layout may be swizzled).
+      limit(1, fmt::format("shared buffer '{}' is accessed by element", buf->name));
+      return;
+    }
     limit(std::max(1, 16 / bytes),
           fmt::format("16-byte accesses of {} '{}'", dtypeName(buf->dtype), buf->name));
     for (size_t d = 0; d + 1 < idx.size(); ++d)

@@ -713,6 +713,25 @@ private:
       out = b_.CreateInsertElement(out, expr(m.elems[i]), static_cast<uint64_t>(i));
     return out;
   }
+  Value *exprOp(const thir::Shfl &s, const Node &n) {
+    Value *v = expr(s.value);
+    bool isF32 = n.type.elem == DType::Float32;
+    if (!isF32)
+      v = b_.CreateBitCast(v, b_.getInt32Ty());
+    using llvm::Intrinsic::ID;
+    static constexpr ID f32[] = {
+        llvm::Intrinsic::nvvm_shfl_sync_bfly_f32, llvm::Intrinsic::nvvm_shfl_sync_down_f32,
+        llvm::Intrinsic::nvvm_shfl_sync_up_f32, llvm::Intrinsic::nvvm_shfl_sync_idx_f32};
+    static constexpr ID i32[] = {
+        llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, llvm::Intrinsic::nvvm_shfl_sync_down_i32,
+        llvm::Intrinsic::nvvm_shfl_sync_up_i32, llvm::Intrinsic::nvvm_shfl_sync_idx_i32};
+    int m = static_cast<int>(s.mode);
+    // The clamp operand: lanes past 31 (0 for up: lanes below 0) keep their own value.
+    uint32_t c = s.mode == thir::ShflMode::Up ? 0 : 0x1f;
+    Value *r = math::callIntrinsic(b_, isF32 ? f32[m] : i32[m], {},
+                                   {b_.getInt32(0xffffffffu), v, expr(s.arg), b_.getInt32(c)});
+    return isF32 ? r : b_.CreateBitCast(r, valueType(n.type));
+  }
   Value *exprOp(const thir::ShflXor &s, const Node &n) {
     Value *v = expr(s.value);
     bool isF32 = n.type.elem == DType::Float32;

@@ -59,6 +59,22 @@ std::optional<thir::Kernel> KernelLowering::run() {
       r.hi = *g - 1;
     bindings_[b->id] = {thir::special(blockRegs[b->index]), r};
   }
+  // The thread's own indices; a warp-specialized kernel's consumers are threads 0 .. threads-1.
+  const int64_t warp = opts_.target.warpSize;
+  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  for (const tile::VarPtr &t : k_.threadIndices)
+    switch (static_cast<tile::ThreadIndexKind>(t->index)) {
+    case tile::ThreadIndexKind::Thread:
+      bindings_[t->id] = {tid, Interval{0, k_.threads - 1}};
+      break;
+    case tile::ThreadIndexKind::Lane:
+      bindings_[t->id] = {thir::binary(thir::BinOp::Mod, tid, i32(warp)), Interval{0, warp - 1}};
+      break;
+    case tile::ThreadIndexKind::Warp:
+      bindings_[t->id] = {thir::binary(thir::BinOp::FloorDiv, tid, i32(warp)),
+                          Interval{0, (k_.threads - 1) / warp}};
+      break;
+    }
   for (const tile::BufferPtr &b : k_.buffers) {
     if (b->scope == tile::Scope::Var) {
       int id = nextVar_++;
@@ -199,6 +215,23 @@ thir::Expr KernelLowering::inBounds(const Access &a, const LaneContext &lc, int 
   return ok ? ok : thir::constInt(1, DType::Bool);
 }
 
+std::optional<std::pair<thir::Expr, thir::Expr>>
+KernelLowering::sharedElement(const tile::BufferPtr &buf, const std::vector<tile::Expr> &idx) {
+  std::vector<thir::Expr> index;
+  for (const tile::Expr &i : idx) {
+    thir::Expr x = lowerExpr(i, {}, /*scalarIndex=*/true);
+    if (!x)
+      return std::nullopt;
+    index.push_back(thir::cast(x, Type{DType::Int32}));
+  }
+  thir::Expr ok = inBounds({buf, idx}, {}, 0);
+  if (!ok)
+    return std::nullopt;
+  if (auto *c = std::get_if<thir::ConstInt>(&ok->op); c && c->value)
+    ok = nullptr;
+  return std::make_pair(sharedOffset(buf, index), ok);
+}
+
 thir::Expr KernelLowering::offset(const tile::BufferPtr &buf, const std::vector<tile::Expr> &idx,
                                   const LaneContext &lc) {
   thir::Expr off;
@@ -269,6 +302,14 @@ thir::Expr KernelLowering::lowerExpr(const tile::Expr &e, const LaneContext &lc,
           if (a && op.reinterpret)
             return thir::bitcast(a, Type{e->dtype, a->type.lanes});
           return a ? thir::cast(a, Type{e->dtype, a->type.lanes}) : nullptr;
+        } else if constexpr (std::is_same_v<T, tile::Shuffle>) {
+          thir::Expr v = lowerExpr(op.value, c), arg = lowerExpr(op.arg, c);
+          if (!v || !arg)
+            return nullptr;
+          static constexpr thir::ShflMode modes[] = {thir::ShflMode::Xor, thir::ShflMode::Down,
+                                                     thir::ShflMode::Up, thir::ShflMode::Idx};
+          return thir::shfl(modes[static_cast<int>(op.kind)], v,
+                            thir::cast(arg, Type{DType::Int32}));
         }
       },
       e->op);
@@ -286,11 +327,25 @@ thir::Expr KernelLowering::lowerLoad(const tile::Expr &e, const tile::Load &op,
   if (auto it = chunkLoads_.find(e.get()); it != chunkLoads_.end())
     return thir::extractLane(thir::var(it->second.first, it->second.second),
                              static_cast<int>(currentLane_));
-  if (buf->scope != tile::Scope::Global) {
-    unsupported(e->loc,
-                fmt::format("reading {} buffer '{}'", tile::scopeName(buf->scope), buf->name));
-    return nullptr;
+  if (buf->scope == tile::Scope::Shared) {
+    // analysis/ParallelLayout runs a loop that reads shared elements by its variable one element
+    // at a time; an element the lanes share is read once (dependsOnLanes).
+    if (lc.lanes > 1)
+      throw std::logic_error("a lane-dependent shared read in a vectorized loop");
+    auto at = sharedElement(buf, op.indices);
+    if (!at)
+      return nullptr;
+    Type t{buf->dtype};
+    if (!at->second)
+      return thir::sharedLoad(at->first, t);
+    // Out of the buffer reads as zero, as a global tensor's masked element does.
+    thir::Expr zero =
+        isFloat(buf->dtype) ? thir::constFloat(0.0, buf->dtype) : thir::constInt(0, buf->dtype);
+    return thir::select(at->second,
+                        thir::sharedLoad(thir::select(at->second, at->first, i32(0)), t), zero);
   }
+  if (buf->scope != tile::Scope::Global)
+    throw std::logic_error("a read of an unexpected buffer scope");
   int param = buf->paramIndex;
   thir::Expr off = offset(buf, op.indices, lc);
   if (!off)
@@ -344,6 +399,7 @@ void KernelLowering::lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneC
                  [&](const tile::Print &p) { lowerPrint(s, p, out, lc); },
                  // Every shared tile of 128-byte lines is swizzled already.
                  [&](const tile::AnnotateLayout &) {},
+                 [&](const tile::SyncThreads &) { out.push_back(barrier()); },
              },
              s.op);
   checkFloat8Conversions(s, out, before);
@@ -422,11 +478,27 @@ void KernelLowering::lowerStore(const tile::Stmt &s, const tile::Store &st, thir
       fragmentWrite(s, st, thir::cast(v, Type{buf->dtype}), out);
     return;
   }
-  if (buf->scope != tile::Scope::Global) {
-    unsupported(s.loc,
-                fmt::format("writing {} buffer '{}'", tile::scopeName(buf->scope), buf->name));
+  if (buf->scope == tile::Scope::Shared) {
+    // One element, by this thread (per-thread code, or a Parallel iteration that is not
+    // vectorized); insert-barriers orders it against other threads' accesses.
+    if (lc.lanes > 1) {
+      unsupported(s.loc,
+                  fmt::format("a write of shared buffer '{}' in a vectorized loop", buf->name));
+      return;
+    }
+    auto at = sharedElement(buf, st.indices);
+    thir::Expr v = lowerExpr(st.value, {});
+    if (!at || !v)
+      return;
+    thir::Stmt store{thir::SharedStore{at->first, thir::cast(v, Type{buf->dtype})}};
+    if (at->second)
+      out.push_back({thir::IfStmt{at->second, {store}, {}}});
+    else
+      out.push_back(std::move(store));
     return;
   }
+  if (buf->scope != tile::Scope::Global)
+    throw std::logic_error("a write of an unexpected buffer scope");
   thir::Expr off = offset(buf, st.indices, lc);
   bool vec = lc.lanes > 1 && dependsOnLanesIndex(st.indices, lc);
   thir::Expr v = lowerExpr(st.value, vec ? lc : LaneContext{});

@@ -292,6 +292,10 @@ private:
   bool checkRegisterLimit();
   /// Byte offset (Int32) of element `index` of shared buffer `b`.
   thir::Expr sharedOffset(const tile::BufferPtr &b, const std::vector<thir::Expr> &index);
+  /// Element `idx` of shared buffer `b`: its byte offset, and the condition that it lies in the
+  /// buffer (null when the index ranges prove it).
+  std::optional<std::pair<thir::Expr, thir::Expr>>
+  sharedElement(const tile::BufferPtr &b, const std::vector<tile::Expr> &idx);
   void lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
   void lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
   /// float8 gemm runs on wgmma only (both operands K-major in shared memory, float32

@@ -26,11 +26,39 @@ const std::set<std::string> &builtinNames() {
       // scalar functions
       "max", "min", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "tanh", "erf", "sigmoid",
       "floor", "ceil", "pow", "cast", "reinterpret", "ceildiv", "infinity", "if_then_else",
+      // the thread's own indices and warp shuffles (TileLang's names too)
+      "thread_id", "get_thread_binding", "lane_id", "get_lane_idx", "warp_id", "get_warp_idx",
+      "shfl_xor", "shfl_down", "shfl_up", "shfl_idx", "shfl_sync",
       // symbolic dimensions declared by name (TileLang's T.dynamic / T.symbolic)
       "dynamic", "symbolic",
       // namespaces
       "T", "GemmWarpPolicy"};
   return names;
+}
+
+std::optional<tile::ThreadIndexKind> threadIndexBuiltin(const std::string &n) {
+  using K = tile::ThreadIndexKind;
+  static const std::map<std::string, K> kinds = {
+      {"thread_id", K::Thread}, {"get_thread_binding", K::Thread},
+      {"lane_id", K::Lane},     {"get_lane_idx", K::Lane},
+      {"warp_id", K::Warp},     {"get_warp_idx", K::Warp}};
+  auto it = kinds.find(n);
+  if (it == kinds.end())
+    return std::nullopt;
+  return it->second;
+}
+
+std::optional<tile::ShuffleKind> shuffleBuiltin(const std::string &n) {
+  using K = tile::ShuffleKind;
+  static const std::map<std::string, K> kinds = {{"shfl_xor", K::Xor},
+                                                 {"shfl_down", K::Down},
+                                                 {"shfl_up", K::Up},
+                                                 {"shfl_idx", K::Idx},
+                                                 {"shfl_sync", K::Idx}};
+  auto it = kinds.find(n);
+  if (it == kinds.end())
+    return std::nullopt;
+  return it->second;
 }
 
 std::optional<tile::UnOp> unaryBuiltin(const std::string &n) {
@@ -690,6 +718,59 @@ std::optional<Value> Sema::evalBuiltinCall(const std::string &name, const ast::E
       return std::nullopt;
     return ExprVal{tile::makeSelect(cnd, a, b, loc)};
   }
+  if (auto kind = threadIndexBuiltin(name)) {
+    bool takesDim = *kind == tile::ThreadIndexKind::Thread;
+    if (!noKwargs() || !argCount(0, takesDim ? 1 : 0))
+      return std::nullopt;
+    // get_thread_binding(dim): thread blocks are one-dimensional here.
+    if (!c.args.empty()) {
+      auto dim = evalConstInt(*c.args[0], scope, "a thread dimension");
+      if (!dim)
+        return std::nullopt;
+      if (*dim != 0) {
+        diags_.error(c.args[0]->loc(),
+                     fmt::format("not supported yet: {}({}) (thread blocks are one-dimensional: "
+                                 "dimension 0 only)",
+                                 name, *dim));
+        return std::nullopt;
+      }
+    }
+    if (!kernel_) {
+      diags_.error(loc, fmt::format("'{}' outside a kernel", name));
+      return std::nullopt;
+    }
+    return ExprVal{tile::varRef(threadIndexVar(*kind, loc), loc)};
+  }
+  if (auto kind = shuffleBuiltin(name)) {
+    if (!noKwargs() || !argCount(2, 2))
+      return std::nullopt;
+    if (insideParallel(scope)) {
+      diags_.error(loc, fmt::format("'{}' cannot be used inside a Parallel loop (its iterations "
+                                    "are not one per lane); shuffle in per-thread code",
+                                    name));
+      return std::nullopt;
+    }
+    tile::Expr v = evalScalar(*c.args[0], scope, "a scalar");
+    tile::Expr arg = evalScalar(*c.args[1], scope, "a lane argument");
+    if (!v || !arg)
+      return std::nullopt;
+    if (v->dtype == DType::Bool || dtypeBits(v->dtype) != 32) {
+      diags_.error(c.args[0]->loc(),
+                   fmt::format("not supported yet: {} of {} (32-bit values: int32, uint32, "
+                               "float32)",
+                               name, dtypeName(v->dtype)));
+      return std::nullopt;
+    }
+    if (!isInteger(arg->dtype)) {
+      diags_.error(c.args[1]->loc(), fmt::format("the lane argument of '{}' must be an integer, "
+                                                 "not {}",
+                                                 name, dtypeName(arg->dtype)));
+      return std::nullopt;
+    }
+    arg = tile::makeCast(arg, DType::Int32);
+    return ExprVal{
+        std::make_shared<tile::Node>(tile::Node{v->dtype, loc, tile::Shuffle{*kind, v, arg}})};
+  }
   if (findTileOp(name)) {
     diags_.error(loc, fmt::format("'{}' is a tile operation and has no value; call it as a "
                                   "statement",
@@ -891,6 +972,17 @@ std::optional<Value> Sema::expandMacro(const MacroVal &m, const ast::Expr &e, co
   }
   diags_.error(e.loc(), fmt::format("macro '{}' is used as a value but has no 'return'", def.name));
   return std::nullopt;
+}
+
+tile::VarPtr Sema::threadIndexVar(tile::ThreadIndexKind kind, SourceLoc loc) {
+  for (const tile::VarPtr &v : kernel_->threadIndices)
+    if (v->index == static_cast<int>(kind))
+      return v;
+  static constexpr const char *names[] = {"thread_id", "lane_id", "warp_id"};
+  tile::VarPtr v = newVar(names[static_cast<int>(kind)], DType::Int32, tile::VarKind::ThreadIndex,
+                          loc, static_cast<int>(kind));
+  kernel_->threadIndices.push_back(v);
+  return v;
 }
 
 } // namespace tilec::sema

@@ -172,6 +172,10 @@ public:
                          LocalScope &scope, tile::Body &out);
   void analyzeAnnotateLayout(const std::string &name, const ast::Expr &e, const ast::Call &c,
                              LocalScope &scope, tile::Body &out);
+  void analyzeSyncThreads(const std::string &name, const ast::Expr &e, const ast::Call &c,
+                          LocalScope &scope, tile::Body &out);
+  /// The kernel's var for thread_id(), lane_id() or warp_id(), made at its first use.
+  tile::VarPtr threadIndexVar(tile::ThreadIndexKind kind, SourceLoc loc);
   void analyzePrint(const std::string &name, const ast::Expr &e, const ast::Call &c,
                     LocalScope &scope, tile::Body &out);
 
@@ -224,5 +228,7 @@ struct TileOpInfo {
 };
 const std::vector<TileOpInfo> &tileOps();
 const TileOpInfo *findTileOp(std::string_view name);
+/// Whether `scope` is (inside) the body of a Parallel loop.
+bool insideParallel(const LocalScope &scope);
 
 } // namespace tilec::sema

@@ -167,16 +167,12 @@ bool Sema::checkSameShape(const tile::Region &a, const tile::Region &b, SourceLo
   return ok;
 }
 
-namespace {
-
 bool insideParallel(const LocalScope &scope) {
   for (const LocalScope *sc = &scope; sc; sc = sc->parent)
     if (sc->names.count("<parallel>"))
       return true;
   return false;
 }
-
-} // namespace
 
 const std::vector<TileOpInfo> &tileOps() {
   // print and the element form of the atomics act on one element, so a Parallel loop's
@@ -198,6 +194,7 @@ const std::vector<TileOpInfo> &tileOps() {
       {"use_swizzle", &Sema::analyzeUseSwizzle},
       {"annotate_layout", &Sema::analyzeAnnotateLayout},
       {"print", &Sema::analyzePrint, true},
+      {"sync_threads", &Sema::analyzeSyncThreads},
   };
   return ops;
 }
@@ -594,6 +591,13 @@ void Sema::analyzeUseSwizzle(const std::string &name, const ast::Expr &e, const 
   if (!en)
     return;
   out.push_back({loc, tile::UseSwizzle{*p, col, *en}});
+}
+
+void Sema::analyzeSyncThreads(const std::string &name, const ast::Expr &e, const ast::Call &c,
+                              LocalScope &, tile::Body &out) {
+  if (!bindArgs(diags_, name, e, c, {}, 0))
+    return;
+  out.push_back({e.loc(), tile::SyncThreads{}});
 }
 
 void Sema::analyzeAnnotateLayout(const std::string &name, const ast::Expr &e, const ast::Call &c,

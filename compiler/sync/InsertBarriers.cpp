@@ -71,6 +71,7 @@ private:
     else if (std::holds_alternative<thir::SharedLoad>(e->op) ||
              std::holds_alternative<thir::LdMatrix>(e->op) ||
              std::holds_alternative<thir::ShflXor>(e->op) ||
+             std::holds_alternative<thir::Shfl>(e->op) ||
              std::holds_alternative<thir::MmaSync>(e->op) ||
              std::holds_alternative<thir::Wgmma>(e->op))
       u = false;

@@ -126,6 +126,9 @@ private:
       elems += (elems.empty() ? "" : ", ") + expr(e, k);
     return fmt::format("vector<{}>({})", typeString(n.type), elems);
   }
+  std::string exprOp(const Shfl &s, const Node &, const Kernel &k) {
+    return fmt::format("shfl.{}({}, {})", shflModeName(s.mode), expr(s.value, k), expr(s.arg, k));
+  }
   std::string exprOp(const ShflXor &s, const Node &, const Kernel &k) {
     return fmt::format("shfl_xor({}, {})", expr(s.value, k), s.laneMask);
   }
@@ -305,6 +308,31 @@ Expr shflXor(Expr value, int laneMask) {
     misuse("shflXor lane mask out of range");
   Type t = value->type;
   return make(t, ShflXor{std::move(value), laneMask});
+}
+
+Expr shfl(ShflMode mode, Expr value, Expr arg) {
+  requireExpr(value, "shfl");
+  requireExpr(arg, "shfl");
+  if (value->type.lanes != 1 || dtypeBits(value->type.elem) != 32)
+    misuse("shfl of a non-32-bit or vector value");
+  if (!(arg->type == Type{DType::Int32}))
+    misuse("shfl lane argument not int32");
+  Type t = value->type;
+  return make(t, Shfl{mode, std::move(value), std::move(arg)});
+}
+
+const char *shflModeName(ShflMode m) {
+  switch (m) {
+  case ShflMode::Xor:
+    return "xor";
+  case ShflMode::Down:
+    return "down";
+  case ShflMode::Up:
+    return "up";
+  case ShflMode::Idx:
+    return "idx";
+  }
+  return "?";
 }
 
 Expr sharedLoad(Expr byteOffset, Type t) {

@@ -131,6 +131,14 @@ struct ShflXor {
   Expr value;
   int laneMask;
 };
+enum class ShflMode { Xor, Down, Up, Idx };
+/// `shfl.sync.{bfly,down,up,idx}` over the full warp with a run-time lane argument `arg` (Int32):
+/// the value of lane laneid ^ arg, laneid + arg, laneid - arg or arg (a lane out of the warp
+/// gives the thread its own value). 32-bit scalars.
+struct Shfl {
+  ShflMode mode;
+  Expr value, arg;
+};
 /// Reads Node::type (scalar or vector, naturally aligned up to 16 bytes) from the kernel's
 /// dynamic shared memory at `byteOffset` (Int32).
 struct SharedLoad {
@@ -193,7 +201,7 @@ struct Node {
   Type type;
   std::variant<ConstInt, ConstFloat, ParamRef, SpecialReg, VarRef, Unary, Binary, Select, Cast,
                Broadcast, GlobalLoad, ExtractLane, MakeVector, ShflXor, SharedLoad, LdMatrix,
-               MmaSync, Bitcast, SharedAddress, Wgmma>
+               MmaSync, Bitcast, SharedAddress, Wgmma, Shfl>
       op;
 };
 
@@ -395,8 +403,11 @@ Expr cast(Expr a, Type t); // returns a when already of type t
 Expr broadcast(Expr a, int lanes);
 Expr globalLoad(int param, Expr index, Type t, int alignBytes);
 Expr extractLane(Expr vec, int lane);
-Expr makeVector(std::vector<Expr> elems); // all of one scalar type
-Expr shflXor(Expr value, int laneMask);   // 32-bit scalar
+Expr makeVector(std::vector<Expr> elems);       // all of one scalar type
+Expr shflXor(Expr value, int laneMask);         // 32-bit scalar
+Expr shfl(ShflMode mode, Expr value, Expr arg); // 32-bit scalar value, Int32 arg
+/// "xor", "down", "up", "idx".
+const char *shflModeName(ShflMode m);
 Expr sharedLoad(Expr byteOffset, Type t);
 Expr ldMatrix(Expr byteOffset, int num, bool trans);
 Expr mmaSync(Expr a, Expr b, Expr c, DType inputType);
@@ -431,6 +442,9 @@ template <class F> void forEachOperand(const Node &n, F &&f) {
         } else if constexpr (std::is_same_v<T, MakeVector>) {
           for (const Expr &e : op.elems)
             f(e);
+        } else if constexpr (std::is_same_v<T, Shfl>) {
+          f(op.value);
+          f(op.arg);
         } else if constexpr (std::is_same_v<T, ShflXor>) {
           f(op.value);
         } else if constexpr (std::is_same_v<T, SharedLoad> || std::is_same_v<T, LdMatrix> ||

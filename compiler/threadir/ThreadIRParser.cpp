@@ -879,6 +879,15 @@ private:
     }
     if (parts[0] == "wgmma")
       return wgmma(loc, parts, badForm);
+    if (parts[0] == "shfl") {
+      for (ShflMode m : {ShflMode::Xor, ShflMode::Down, ShflMode::Up, ShflMode::Idx})
+        if (parts.size() == 2 && parts[1] == shflModeName(m)) {
+          auto args = arguments(2);
+          Type t = args[0]->type;
+          return make(loc, t, Shfl{m, args[0], args[1]});
+        }
+      return badForm("shfl.xor, shfl.down, shfl.up or shfl.idx");
+    }
     error(loc, fmt::format("unknown operation '{}'", word));
   }
 

@@ -189,6 +189,9 @@ private:
       elems += (elems.empty() ? "" : ", ") + expr(e);
     return fmt::format("vector<{}>({})", typeString(n.type), elems);
   }
+  std::string exprOp(const Shfl &s, const Node &) {
+    return fmt::format("shfl.{}({}, {})", shflModeName(s.mode), expr(s.value), expr(s.arg));
+  }
   std::string exprOp(const ShflXor &s, const Node &) {
     return fmt::format("shfl_xor({}, {})", expr(s.value), s.laneMask);
   }

@@ -499,6 +499,15 @@ private:
         break;
       }
   }
+  void check(const Shfl &s, const Node &n) {
+    if (s.value->type.lanes != 1 || dtypeBits(s.value->type.elem) != 32)
+      error(&n, fmt::format("shfl.{} of {} (32-bit scalars only)", shflModeName(s.mode),
+                            ts(s.value->type)));
+    else if (!(n.type == s.value->type))
+      error(&n, fmt::format("shfl.{} of {} typed {}", shflModeName(s.mode), ts(s.value->type),
+                            ts(n.type)));
+    requireType(&n, s.arg, kInt32, "a shuffle lane argument");
+  }
   void check(const ShflXor &s, const Node &n) {
     if (s.value->type.lanes != 1 || dtypeBits(s.value->type.elem) != 32)
       error(&n, fmt::format("shfl_xor of {} (32-bit scalars only)", ts(s.value->type)));

@@ -82,6 +82,7 @@ Operands operandsOf(const Stmt &s) {
                      addRegion(o, *op.buffer, Access::Read);
                    o.exprs.push_back(&op.value);
                  },
+                 [&](const SyncThreads &) {},
              },
              s.op);
   return o;
@@ -102,6 +103,7 @@ std::string opName(const Stmt &s) {
                         [](const UseSwizzle &) { return std::string("use_swizzle"); },
                         [](const AnnotateLayout &) { return std::string("annotate_layout"); },
                         [](const Print &) { return std::string("print"); },
+                        [](const SyncThreads &) { return std::string("sync_threads"); },
                     },
                     s.op);
 }
@@ -124,6 +126,9 @@ std::vector<const Expr *> operandsOf(const Node &n) {
                    out.insert(out.end(), {&op.cond, &op.a, &op.b});
                  },
                  [&](const Cast &op) { out.push_back(&op.a); },
+                 [&](const Shuffle &op) {
+                   out.insert(out.end(), {&op.value, &op.arg});
+                 },
              },
              n.op);
   return out;

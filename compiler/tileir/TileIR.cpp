@@ -184,6 +184,8 @@ public:
             line(ind,
                  fmt::format("print {} \"{}\"",
                              op.buffer ? printRegion(*op.buffer) : print(op.value), op.message));
+          } else if constexpr (std::is_same_v<T, SyncThreads>) {
+            line(ind, "sync_threads");
           }
         },
         s.op);
@@ -225,6 +227,10 @@ std::string print(const Expr &e) {
           if (op.reinterpret)
             return fmt::format("reinterpret({}, {})", print(op.a), dtypeName(e->dtype));
           return fmt::format("{}({})", dtypeName(e->dtype), print(op.a));
+        } else if constexpr (std::is_same_v<T, Shuffle>) {
+          static constexpr const char *names[] = {"shfl_xor", "shfl_down", "shfl_up", "shfl_idx"};
+          return fmt::format("{}({}, {})", names[static_cast<int>(op.kind)], print(op.value),
+                             print(op.arg));
         }
       },
       e->op);

@@ -24,15 +24,19 @@ struct Node;
 using Expr = std::shared_ptr<const Node>;
 
 /// A named scalar: a grid index, a loop variable, a per-thread value bound by `x = ...`, a
-/// scalar kernel parameter or a symbolic dimension.
-enum class VarKind { BlockIndex, LoopVar, Let, ScalarParam, Dim };
+/// scalar kernel parameter, a symbolic dimension or one of the thread's own indices.
+enum class VarKind { BlockIndex, LoopVar, Let, ScalarParam, Dim, ThreadIndex };
+/// VarKind::ThreadIndex vars, by Var::index: thread_id() (get_thread_binding()), lane_id(),
+/// warp_id().
+enum class ThreadIndexKind { Thread, Lane, Warp };
 struct Var {
   int id;
   std::string name;
   DType dtype;
   VarKind kind;
   SourceLoc loc;
-  int index = 0; // BlockIndex: grid axis; ScalarParam/Dim: position among the kernel's params/dims
+  int index = 0; // BlockIndex: grid axis; ScalarParam/Dim: position among the kernel's params/dims;
+                 // ThreadIndex: a ThreadIndexKind
 };
 using VarPtr = std::shared_ptr<const Var>;
 
@@ -124,10 +128,19 @@ struct Cast {
   bool reinterpret = false;
 };
 
+enum class ShuffleKind { Xor, Down, Up, Idx };
+/// shfl_xor / shfl_down / shfl_up / shfl_idx: `value` as held by the lane of this thread's warp
+/// that `arg` names (this lane xor arg, lane + arg, lane - arg, lane arg); every lane of the warp
+/// takes part. 32-bit values.
+struct Shuffle {
+  ShuffleKind kind;
+  Expr value, arg;
+};
+
 struct Node {
   DType dtype;
   SourceLoc loc;
-  std::variant<IntImm, FloatImm, VarRef, Load, Unary, Binary, Select, Cast> op;
+  std::variant<IntImm, FloatImm, VarRef, Load, Unary, Binary, Select, Cast, Shuffle> op;
 };
 
 /// One dimension of a region: `begin` and `extent`; `dropped` dims were selected by an integer
@@ -224,10 +237,14 @@ struct Print {
   std::string message;
 };
 
+/// sync_threads(): a barrier of the threads that run this code (the block; the consumers of a
+/// warp-specialized kernel).
+struct SyncThreads {};
+
 struct Stmt {
   SourceLoc loc;
   std::variant<Let, Store, Copy, Fill, Gemm, Reduce, Cumsum, Atomic, For, If, UseSwizzle,
-               AnnotateLayout, Print>
+               AnnotateLayout, Print, SyncThreads>
       op;
 };
 
@@ -246,6 +263,7 @@ struct Kernel {
   std::vector<VarPtr> dims; // symbolic dimensions in order of first appearance
   std::vector<Expr> grid;   // 1 to 3 grid extents (Int32 expressions over dims and constants)
   std::vector<VarPtr> blockIndices;
+  std::vector<VarPtr> threadIndices; // the ThreadIndex vars the body uses
   int64_t threads = 128;
   SourceLoc kernelLoc;            // the `with Kernel(...)`
   std::vector<BufferPtr> buffers; // every allocation, in program order
