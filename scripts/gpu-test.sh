@@ -6,7 +6,9 @@
 #   scripts/gpu-test.sh run [NAME...]
 #                               on the GPU machine, with .gpu/ carried there: run every test
 #                               program (or those named, e.g. two_gpus_gpu on the two-GPU
-#                               machine); the log goes to $OUT/gpu-results.txt when $OUT is set
+#                               machine); the log goes to $OUT/gpu-results.txt when $OUT is set;
+#                               SANITIZER=racecheck (or memcheck, synccheck) runs each under
+#                               compute-sanitizer and fails on anything it reports
 #
 # Each program checks exactness against a CPU reference on fresh random inputs with a poisoned
 # output, and times itself next to a device-to-device copy measured in the same run.
@@ -81,7 +83,15 @@ run)
         continue
       fi
       echo "## $(basename "$t")"
-      "$t" || status=1
+      if [ -n "${SANITIZER:-}" ]; then
+        # e.g. SANITIZER=racecheck: shared-memory hazards between threads (the barriers
+        # insert-barriers placed), reported as errors.
+        extra=()
+        [ "$SANITIZER" = racecheck ] && extra=(--racecheck-report hazard)
+        compute-sanitizer --tool "$SANITIZER" "${extra[@]}" --error-exitcode 9 "$t" || status=1
+      else
+        "$t" || status=1
+      fi
     done
     exit $status
   } 2>&1 | tee "$log"
