@@ -24,6 +24,10 @@ struct Options {
 
 /// Analyzes `main` (already parsed from buffer `main.file` of `sm`). Imported modules are read
 /// and parsed into `sm`. Returns nullopt when an error was reported.
+/// Every name sema accepts as a builtin (functions, loop and allocation forms, tile operations,
+/// namespaces), sorted: the list docs/language.md's reference must match.
+std::vector<std::string> builtinNameList();
+
 std::optional<tile::Program> analyze(const ast::Module &main, SourceManager &sm,
                                      DiagnosticEngine &diags, const Options &opts);
 

@@ -985,4 +985,11 @@ tile::VarPtr Sema::threadIndexVar(tile::ThreadIndexKind kind, SourceLoc loc) {
   return v;
 }
 
+std::vector<std::string> builtinNameList() {
+  std::set<std::string> all = builtinNames();
+  for (const TileOpInfo &op : tileOps())
+    all.insert(std::string(op.name));
+  return {all.begin(), all.end()};
+}
+
 } // namespace tilec::sema

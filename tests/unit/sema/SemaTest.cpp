@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -47,8 +48,8 @@ Analyzed analyze(const std::string &text, sema::Options opts = {}) {
     if (d.severity == Severity::Error)
       a.errors.push_back(s);
     else
-      a.others.push_back(fmt::format("{} {}", d.severity == Severity::Warning ? "warning" : "note",
-                                     s));
+      a.others.push_back(
+          fmt::format("{} {}", d.severity == Severity::Warning ? "warning" : "note", s));
   }
   a.rendered = diags.renderAll();
   if (a.program)
@@ -78,7 +79,8 @@ bool contains(const std::string &haystack, const std::string &needle) {
 }
 
 /// A kernel around `body` (given indented by 8 spaces) with one 1-D float16 tensor `A`.
-std::string kernel(const std::string &body, const std::string &params = "A: Tensor((128,), float16)",
+std::string kernel(const std::string &body,
+                   const std::string &params = "A: Tensor((128,), float16)",
                    const std::string &prelude = "") {
   return prelude + "@kernel\ndef k(" + params + "):\n    with Kernel(4, threads=128) as bx:\n" +
          body;
@@ -143,13 +145,14 @@ TEST_CASE("-D overrides a constant") {
   // A dtype constant is overridden by a dtype.
   sema::Options od;
   od.defines["dtype"] = "bfloat16";
-  std::string out = ir(kernel("        pass\n", "A: Tensor((N,), dtype)", "const dtype = float16\n"),
-                       od);
+  std::string out =
+      ir(kernel("        pass\n", "A: Tensor((N,), dtype)", "const dtype = float16\n"), od);
   CHECK(contains(out, "A: bfloat16[N]"));
 }
 
 TEST_CASE("-D turns a symbolic dimension into a constant") {
-  const std::string src = kernel("        pass\n", "A: Tensor((M, K), float16), B: Tensor((K, N), float16)");
+  const std::string src =
+      kernel("        pass\n", "A: Tensor((M, K), float16), B: Tensor((K, N), float16)");
   CHECK(contains(ir(src), "dims(M, K, N)"));
   sema::Options o;
   o.defines["K"] = "4096";
@@ -160,7 +163,8 @@ TEST_CASE("-D turns a symbolic dimension into a constant") {
 TEST_CASE("-D of a bad value and unused -D") {
   sema::Options o;
   o.defines["block"] = "abc";
-  Analyzed a = analyze(kernel("        pass\n", "A: Tensor((128,), float16)", "const block = 128\n"), o);
+  Analyzed a =
+      analyze(kernel("        pass\n", "A: Tensor((128,), float16)", "const block = 128\n"), o);
   CHECK_FALSE(a.program.has_value());
   REQUIRE(a.errors.size() == 1); // no cascade: the written value stands in
   CHECK(a.errors[0] == "1:7: invalid value 'abc' for -D block: expected an integer, a float, True, "
@@ -175,8 +179,9 @@ TEST_CASE("-D of a bad value and unused -D") {
 }
 
 TEST_CASE("symbolic dimensions: order of first appearance, shared across parameters") {
-  Analyzed a = analyze(kernel("        pass\n", "A: Tensor((M, K), float16), B: Tensor((K, N), float16), "
-                                               "C: Tensor([M, N], float32), n: int32"));
+  Analyzed a =
+      analyze(kernel("        pass\n", "A: Tensor((M, K), float16), B: Tensor((K, N), float16), "
+                                       "C: Tensor([M, N], float32), n: int32"));
   REQUIRE(a.program.has_value());
   const tile::Kernel &k = a.program->kernels.at(0);
   REQUIRE(k.dims.size() == 3);
@@ -272,9 +277,9 @@ TEST_CASE("modules are imported from the search path") {
   CHECK(firstError(kernel("        pass\n", "A: Tensor((128,), float16)", "import mylib.acts\n")) ==
         "1:8: module 'mylib.acts' not found (searched: nothing)");
   // A name the module does not define.
-  CHECK(firstError(kernel("        pass\n", "A: Tensor((128,), float16)",
-                          "from mylib.acts import gelu\n"),
-                   o) == "1:24: module 'mylib.acts' has no name 'gelu'");
+  CHECK(firstError(
+            kernel("        pass\n", "A: Tensor((128,), float16)", "from mylib.acts import gelu\n"),
+            o) == "1:24: module 'mylib.acts' has no name 'gelu'");
 }
 
 TEST_CASE("a compile-time if drops the other branch; a runtime if is kept") {
@@ -319,12 +324,11 @@ TEST_CASE("a compile-time if drops the other branch; a runtime if is kept") {
 }
 
 TEST_CASE("sliced regions: extents and dropped dimensions") {
-  Analyzed a = analyze(
-      "@kernel\n"
-      "def k(Q: Tensor((B, S, H, 64), float16)):\n"
-      "    with Kernel(ceildiv(S, 128), H, B, threads=128) as (bx, by, bz):\n"
-      "        Qs = alloc_shared((128, 64), float16)\n"
-      "        copy(Q[bz, bx * 128:(bx + 1) * 128, by, :], Qs)\n");
+  Analyzed a = analyze("@kernel\n"
+                       "def k(Q: Tensor((B, S, H, 64), float16)):\n"
+                       "    with Kernel(ceildiv(S, 128), H, B, threads=128) as (bx, by, bz):\n"
+                       "        Qs = alloc_shared((128, 64), float16)\n"
+                       "        copy(Q[bz, bx * 128:(bx + 1) * 128, by, :], Qs)\n");
   const tile::Body &body = bodyOf(a);
   REQUIRE(body.size() == 1);
   auto *copy = std::get_if<tile::Copy>(&body[0].op);
@@ -434,8 +438,8 @@ TEST_CASE("errors: analysis returns nullopt and reports the right message and lo
   CHECK(firstError("@kernel\ndef k(A: Tensor((128,), float16)):\n"
                    "    with Kernel(1, threads=100) as bx:\n        pass\n") ==
         "3:28: threads must be a multiple of 32 (a whole number of warps), got 100");
-  CHECK(firstError("const block = 128\n" +
-                   kernel("        block = 64\n")) == "5:9: cannot assign to 'block': it is a constant");
+  CHECK(firstError("const block = 128\n" + kernel("        block = 64\n")) ==
+        "5:9: cannot assign to 'block': it is a constant");
   CHECK(firstError(kernel("        x, y = 1, 2\n")) ==
         "4:9: not supported yet: tuple assignment; assign each name on its own line");
   CHECK(firstError(kernel("        pass\n", "A: Tensor((128,), float17)")) ==
@@ -457,4 +461,27 @@ TEST_CASE("print of a sliced region is a tile print") {
                               "        print(bx)\n"));
   CHECK(contains(out, "print S[0+:64] \"half\""));
   CHECK(contains(out, "print bx \"\""));
+}
+
+TEST_CASE("docs/language.md's reference lists exactly the builtin names sema accepts") {
+  std::ifstream in(std::string(TILEC_SOURCE_DIR) + "/docs/language.md");
+  REQUIRE(in.good());
+  std::vector<std::string> documented;
+  bool inReference = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0)
+      inReference = line == "## Reference: every builtin name";
+    else if (inReference && line.rfind("| `", 0) == 0)
+      documented.push_back(line.substr(3, line.find('`', 3) - 3));
+  }
+  std::sort(documented.begin(), documented.end());
+  std::vector<std::string> accepted = sema::builtinNameList();
+  CHECK(accepted.size() > 50);
+  for (const std::string &n : accepted)
+    CHECK_MESSAGE(std::binary_search(documented.begin(), documented.end(), n),
+                  "not in the reference: " << n);
+  for (const std::string &n : documented)
+    CHECK_MESSAGE(std::binary_search(accepted.begin(), accepted.end(), n),
+                  "documented but not accepted: " << n);
+  CHECK(std::adjacent_find(documented.begin(), documented.end()) == documented.end());
 }
