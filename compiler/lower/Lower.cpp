@@ -283,11 +283,7 @@ thir::Expr KernelLowering::lowerExpr(const tile::Expr &e, const LaneContext &lc,
         } else if constexpr (std::is_same_v<T, tile::Load>) {
           return lowerLoad(e, op, c);
         } else if constexpr (std::is_same_v<T, tile::Unary>) {
-          // Code generation evaluates transcendentals in float32 and has none for float64.
-          using U = tile::UnOp;
-          if (e->dtype == DType::Float64 &&
-              (op.op == U::Exp || op.op == U::Exp2 || op.op == U::Log || op.op == U::Log2 ||
-               op.op == U::Tanh || op.op == U::Erf || op.op == U::Sigmoid)) {
+          if (e->dtype == DType::Float64 && !thir::hasFloat64(mapUnOp(op.op))) {
             unsupported(e->loc, fmt::format("{} on float64", tile::unOpName(op.op)));
             return nullptr;
           }

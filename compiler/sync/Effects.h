@@ -33,4 +33,16 @@ private:
   std::unordered_map<const thir::Node *, Effects> exprs_;
 };
 
+/// The state at the top of a loop body: the smallest `top` with top == entry | body(top), where
+/// `body` walks one iteration from a state (the entry, joined with what iterations leave).
+template <class State, class Body> State loopFixpoint(State entry, Body body) {
+  State top = entry;
+  for (;;) {
+    State next = entry | body(top);
+    if (next == top)
+      return top;
+    top = next;
+  }
+}
+
 } // namespace tilec::sync

@@ -34,14 +34,8 @@ private:
       Effects own = fx_.ofStmt(st);
       dirty |= own.write || own.landed || own.aheadWrite;
       if (auto *f = std::get_if<thir::ForStmt>(&st.op)) {
-        bool entry = dirty;
-        while (true) {
-          bool next = dirty || forward(f->body, entry, false);
-          if (next == entry)
-            break;
-          entry = next;
-        }
-        dirty = dirty || forward(f->body, entry, record);
+        bool top = loopFixpoint(dirty, [&](bool in) { return forward(f->body, in, false); });
+        dirty = dirty || forward(f->body, top, record);
       } else if (auto *c = std::get_if<thir::IfStmt>(&st.op)) {
         bool t = forward(c->then, dirty, record);
         bool e = forward(c->otherwise, dirty, record);
@@ -65,14 +59,10 @@ private:
         continue;
       }
       if (auto *f = std::get_if<thir::ForStmt>(&st.op)) {
-        bool atEnd = need;
-        while (true) {
-          bool next = need || backward(f->body, atEnd, false);
-          if (next == atEnd)
-            break;
-          atEnd = next;
-        }
-        need = need || backward(f->body, atEnd, record);
+        // Backwards the loop's exit is its entry: the end of the body sees what follows the
+        // loop and what the next iteration's start needs.
+        bool end = loopFixpoint(need, [&](bool out) { return backward(f->body, out, false); });
+        need = need || backward(f->body, end, record);
       } else if (auto *c = std::get_if<thir::IfStmt>(&st.op)) {
         bool t = backward(c->then, need, record);
         bool e = backward(c->otherwise, need, record);

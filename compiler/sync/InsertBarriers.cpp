@@ -143,12 +143,10 @@ private:
   Pending walkBranch(thir::Body &body, const std::optional<thir::SyncGroup> &group, bool divergent,
                      Pending p, const Context &ctx, bool mutate) {
     Context inner = ctx;
-    if (group) {
-      inner.uniform = ctx.uniform;
+    if (group)
       inner.barrier = thir::Barrier{group->barrier, group->threads};
-    } else if (divergent) {
+    else if (divergent)
       inner.uniform = false;
-    }
     return walk(body, p, inner, mutate);
   }
 
@@ -169,13 +167,7 @@ private:
         inner.uniform = ctx.uniform && uniform(f->begin) && uniform(f->end) && uniform(f->step);
         // The top of the body sees the entry and whatever an iteration leaves pending.
         auto top = [&](Pending entry) {
-          Pending t = entry;
-          for (;;) {
-            Pending next = entry | walk(f->body, t, inner, false);
-            if (next == t)
-              return t;
-            t = next;
-          }
+          return loopFixpoint(entry, [&](Pending in) { return walk(f->body, in, inner, false); });
         };
         auto cost = [&](Pending entry) {
           size_t before = placed_;
@@ -198,18 +190,15 @@ private:
       }
       if (auto *c = std::get_if<thir::IfStmt>(&st.op)) {
         bool divergent = !uniform(c->cond);
+        // Threads that take different branches (or synchronize by groups) need what is pending
+        // ordered before the branch.
+        Effects before = own;
         if (divergent || c->thenGroup || c->elseGroup) {
-          // Threads that take different branches (or synchronize by groups) need what is
-          // pending ordered before the branch.
-          Effects all = own;
-          all |= fx_.summarize(c->then);
-          all |= fx_.summarize(c->otherwise);
-          i += satisfy(body, i, needBefore(p, all), p, ctx, mutate);
-          c = std::get_if<thir::IfStmt>(&body[i].op);
-        } else {
-          i += satisfy(body, i, needBefore(p, own), p, ctx, mutate);
-          c = std::get_if<thir::IfStmt>(&body[i].op);
+          before |= fx_.summarize(c->then);
+          before |= fx_.summarize(c->otherwise);
         }
+        i += satisfy(body, i, needBefore(p, before), p, ctx, mutate);
+        c = std::get_if<thir::IfStmt>(&body[i].op);
         Pending t = walkBranch(c->then, c->thenGroup, divergent, p, ctx, mutate);
         Pending e = walkBranch(c->otherwise, c->elseGroup, divergent, p, ctx, mutate);
         p = t | e;

@@ -367,6 +367,22 @@ Expr sharedAddress(Expr byteOffset) {
   return make({DType::Int32, 1}, SharedAddress{std::move(byteOffset)});
 }
 
+bool hasFloat64(UnOp op) {
+  switch (op) {
+  case UnOp::Neg:
+  case UnOp::Not:
+  case UnOp::BitNot:
+  case UnOp::Abs:
+  case UnOp::Sqrt:
+  case UnOp::Rsqrt:
+  case UnOp::Floor:
+  case UnOp::Ceil:
+    return true;
+  default:
+    return false;
+  }
+}
+
 bool wgmmaTypes(DType a, DType b) {
   if (isFloat8(a) || isFloat8(b))
     return isFloat8(a) && isFloat8(b);

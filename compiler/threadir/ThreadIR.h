@@ -416,6 +416,9 @@ Expr sharedAddress(Expr byteOffset);
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
            bool aMnMajor, bool bMnMajor, int pending = 0,
            std::optional<DType> bInputType = std::nullopt);
+/// Whether code generation has unary `op` on float64: the transcendentals it evaluates only in
+/// float32 (exp, log, tanh, ...) it has not; lowering reports them at their source.
+bool hasFloat64(UnOp op);
 /// Whether wgmma takes A of type `a` and B of type `b`: both float16, both bfloat16, or both
 /// float8 (e4m3 and e5m2 in any combination).
 bool wgmmaTypes(DType a, DType b);
