@@ -336,6 +336,16 @@ TEST_CASE("a builder-made module with errors is reported by kernel") {
   std::string mapErrors = verifyErrors(Module{"m", {t}});
   CHECK(has(mapErrors, "tensor map of float16 over a float32 tensor"));
   CHECK(has(mapErrors, "missing tensor map extent or stride"));
+
+  // A shuffle whose node type is not its value's (the parser and thir::shfl give it that type).
+  Kernel s;
+  s.name = "s";
+  Type f32{DType::Float32, 1};
+  Expr mistyped = std::make_shared<const Node>(
+      Node{f32, Shfl{ShflMode::Down, constInt(1, DType::Int32), constInt(1, DType::Int32)}});
+  s.body = {Stmt{DeclVar{0, f32, mistyped}}};
+  CHECK(has(verifyErrors(Module{"m", {s}}),
+            "error: in kernel 's': shfl.down of int32 typed float32"));
 }
 
 TEST_CASE("no input crashes the parser") {
