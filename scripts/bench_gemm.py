@@ -24,6 +24,8 @@ KINDS = {
     "tn_scale": ("fp16", "tn"),
     "nt": ("fp16", "nt"),
     "fp8_nt": ("fp8e4m3", "nt"),
+    # int4 weights: the peers are the float16 GEMM of the same shape (weights stored N x K).
+    "w4a16": ("fp16", "nt"),
 }
 
 
@@ -166,7 +168,8 @@ def main():
             "status"]
     return report("tilec GEMM benchmark", started,
                   "cuBLAS is torch.matmul on the same dtype and storage order (torch._scaled_mm "
-                  "with unit scales for fp8), the GEMM alone without the case's epilogue; "
+                  "with unit scales for fp8; for w4a16 the float16 GEMM of the same shape), the GEMM "
+                  "alone without the case's epilogue; "
                   "Triton the tutorial matmul autotuned over the Hopper configurations of "
                   "scripts/gemm_peers.py. tilec and cuBLAS ran back to back for every row.",
                   head, rows, failed, args.out)

@@ -35,6 +35,14 @@ build)
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen/sm_80" --arch sm_80 --embed ptx \
       --namespace "tile::sm80::$sample" --emit cubin,ptx,header,layout
   done
+  # The W4A16 sample in its decode and large-M configurations, and through the sm_80 path.
+  w4=$root/samples/dequant_gemm_w4a16.tile
+  mkdir -p "$gpu/gen/w4_small" "$gpu/gen/w4_large" "$gpu/gen/w4_sm80"
+  "$tilec" compile "$w4" -o "$gpu/gen/w4_small" --namespace tile::w4::small --emit cubin,ptx,header,layout
+  "$tilec" compile "$w4" -o "$gpu/gen/w4_large" --namespace tile::w4::large \
+    -D block_M=128 -D block_N=128 -D threads=256 --emit cubin,ptx,header,layout
+  "$tilec" compile "$w4" -o "$gpu/gen/w4_sm80" --namespace tile::w4::sm80 --arch sm_80 --embed ptx \
+    --emit cubin,ptx,header,layout
   for sample in vector_add softmax rmsnorm_silu warp_reduce; do
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen" --emit cubin,ptx,header,layout
   done

@@ -1,0 +1,95 @@
+// samples/dequant_gemm_w4a16.tile: C = A dequant(B)^T with int4 weights and per-group float16
+// scales, in its decode configuration (block_M=16, mma.sync), its large-M configuration
+// (128 x 128, wgmma) and through the sm_80 path (embedded PTX). The reference dequantizes as
+// the kernel and PyTorch do (each weight rounded to float16, then a float64 matmul). Fresh random
+// inputs each run, a poisoned output with slack behind it, ragged M and N, and a single row.
+#include "gpu_common.h"
+#include "w4_large/dequant_gemm_w4a16.h"
+#include "w4_sm80/dequant_gemm_w4a16.h"
+#include "w4_small/dequant_gemm_w4a16.h"
+
+#include <cmath>
+
+using namespace gputest;
+
+namespace {
+
+constexpr int64_t kGroup = 128;
+
+struct Problem {
+  int64_t M, N, K;
+  std::vector<uint16_t> a;      // M x K float16
+  std::vector<uint8_t> packed;  // N x K/2: two int4 per byte, the even k in the low nibble
+  std::vector<uint16_t> scales; // K/128 x N float16 (as GPTQ stores them)
+};
+
+Problem makeProblem(std::mt19937 &rng, int64_t M, int64_t N, int64_t K) {
+  Problem p{M, N, K, randomHalves(M * K, rng), {}, {}};
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::uniform_real_distribution<float> scale(0.02f, 0.2f);
+  p.packed.resize(N * K / 2);
+  for (uint8_t &b : p.packed)
+    b = static_cast<uint8_t>(byte(rng));
+  p.scales.resize(N * (K / kGroup));
+  for (uint16_t &s : p.scales)
+    s = toHalf(scale(rng));
+  return p;
+}
+
+/// The float16 weight (n, k): the signed nibble times its group's scale, rounded once.
+float weight(const Problem &p, int64_t n, int64_t k) {
+  int q = (p.packed[n * (p.K / 2) + k / 2] >> (4 * (k % 2))) & 15;
+  q = q >= 8 ? q - 16 : q;
+  return fromHalf(toHalf(static_cast<float>(q) * fromHalf(p.scales[(k / kGroup) * p.N + n])));
+}
+
+template <class Launch> int check(const char *config, Launch launch, const Problem &p) {
+  std::vector<float> w(p.N * p.K);
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t k = 0; k < p.K; ++k)
+      w[n * p.K + k] = weight(p, n, k);
+  std::vector<double> ref(p.M * p.N, 0.0);
+  for (int64_t i = 0; i < p.M; ++i)
+    for (int64_t n = 0; n < p.N; ++n) {
+      double acc = 0;
+      for (int64_t k = 0; k < p.K; ++k)
+        acc += static_cast<double>(fromHalf(p.a[i * p.K + k])) * w[n * p.K + k];
+      ref[i * p.N + n] = acc;
+    }
+  const size_t outBytes = p.M * p.N * 2;
+  DeviceBuffer da = upload(p.a), db = upload(p.packed), ds = upload(p.scales);
+  DeviceBuffer dc = poisoned(outBytes + kSlackBytes);
+  CK(launch(nullptr, da, db, ds, dc, p.M, p.K, p.N, p.K / 2, p.K / kGroup));
+  CK(cuCtxSynchronize());
+  std::vector<float> got = halvesToFloats(download<uint16_t>(dc, p.M * p.N));
+  ErrorStats e = relError(got, ref);
+  bool tail = tailIntact(dc, outBytes);
+  // float32 accumulation in another order, then one float16 rounding of the output.
+  bool ok = e.rel < 2e-3 && e.nan == 0 && tail;
+  std::printf("%-7s M=%-5lld N=%-5lld K=%-5lld rel.err %.2e nan %lld%s %s\n", config,
+              (long long)p.M, (long long)p.N, (long long)p.K, e.rel, e.nan,
+              tail ? "" : " (wrote past the end)", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
+} // namespace
+
+int main() {
+  init();
+  CK(tile::w4::small::load());
+  CK(tile::w4::large::load());
+  CK(tile::w4::sm80::load());
+  std::mt19937 rng = freshRng();
+  int failures = 0;
+  struct Shape {
+    int64_t M, N, K;
+  };
+  for (Shape s : {Shape{1, 64, 128}, Shape{16, 512, 1024}, Shape{13, 333, 384},
+                  Shape{333, 517, 256}, Shape{256, 256, 2048}}) {
+    Problem p = makeProblem(rng, s.M, s.N, s.K);
+    failures += check("small", &tile::w4::small::w4a16, p);
+    failures += check("large", &tile::w4::large::w4a16, p);
+    failures += check("sm_80", &tile::w4::sm80::w4a16, p);
+  }
+  return verdict("dequant_gemm", failures);
+}
