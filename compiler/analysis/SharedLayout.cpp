@@ -36,9 +36,10 @@ SharedLayout chooseSharedLayout(const std::vector<int64_t> &shape, int64_t eleme
     l.swizzleBytes = 128;
   } else if (l.rows % 8 == 0 && (l.rowBytes == 32 || l.rowBytes == 64)) {
     l.swizzleBytes = static_cast<int>(l.rowBytes);
-  } else if (l.bytes() % 128 == 0) {
+  } else if (l.rows >= 8 && l.bytes() % 128 == 0) {
     // Not a canonical operand layout, but the XOR within 128-byte lines still spreads the rows
-    // of an ldmatrix over the banks.
+    // of an ldmatrix over the banks. Fewer than 8 rows no ldmatrix reads: those stay row-major,
+    // which TMA writes without a swizzle from any 128-byte aligned version.
     l.swizzleBytes = 128;
   }
   return l;

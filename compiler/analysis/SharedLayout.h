@@ -57,6 +57,9 @@ struct SharedLayout {
   bool wgmmaCanonical() const {
     return swizzleBytes != 0 && panelBytes == swizzleBytes && rows % 8 == 0;
   }
+  /// Whether the swizzle moves no byte of this buffer (none, or a buffer within one 128-byte
+  /// line): TMA may then write it without swizzling, from any 128-byte aligned address.
+  bool swizzleIsIdentity() const { return swizzleBytes == 0 || bytes() <= 128; }
   /// The swizzle applied to a byte offset from the buffer's start.
   int64_t swizzle(int64_t offset) const;
 };

@@ -92,7 +92,7 @@ void KernelLowering::addTensorMaps(const PipelinePlan &plan) {
     // (its rows and a swizzled line of columns) and one element in every other dimension.
     thir::TensorMapInfo m;
     m.tensor = src->paramIndex;
-    m.swizzleBytes = l.swizzleBytes;
+    m.swizzleBytes = l.swizzleIsIdentity() ? 0 : l.swizzleBytes;
     thir::Expr stride = thir::constInt(dtypeBytes(src->dtype), DType::Int64);
     for (size_t d = src->shape.size(); d-- > 0;) {
       thir::Expr extent = hostExpr(src->shape[d]);

@@ -83,9 +83,17 @@ std::optional<TmaDims> tmaCopyable(const tile::Copy &c) {
     shape.push_back(*want);
   }
   analysis::SharedLayout l = analysis::chooseSharedLayout(shape, dtypeBytes(dst->dtype));
+  constexpr int64_t kMaxBoxDim = 256;
+  if (l.swizzleIsIdentity()) {
+    // Row-major in memory (a small tile, such as one row of scales): one box without swizzle,
+    // its lines whole multiples of 16 bytes and every version 128-byte aligned.
+    if (l.panelled() || l.rowBytes % 16 != 0 || l.rowBytes / l.elementBytes > kMaxBoxDim ||
+        l.rows > kMaxBoxDim || l.bytes() % 128 != 0)
+      return std::nullopt;
+    return TmaDims{kept[0], kept[1]};
+  }
   // One box per panel: a panel is one swizzled line wide, its rows one box dimension.
-  if (l.swizzleBytes == 0 || l.panelBytes != l.swizzleBytes || l.rows > 256 ||
-      l.bytes() % 1024 != 0)
+  if (l.panelBytes != l.swizzleBytes || l.rows > kMaxBoxDim || l.bytes() % 1024 != 0)
     return std::nullopt;
   return TmaDims{kept[0], kept[1]};
 }

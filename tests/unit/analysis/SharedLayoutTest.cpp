@@ -44,9 +44,17 @@ TEST_CASE("narrow rows get the matching narrower swizzle") {
   CHECK(chooseSharedLayout({64, 32}, 2).name() == "swizzled_64B");
   CHECK(chooseSharedLayout({64, 16}, 2).name() == "swizzled_32B");
   CHECK(chooseSharedLayout({64, 32}, 2).wgmmaCanonical());
-  SharedLayout odd = chooseSharedLayout({4, 64}, 2); // too few rows for 8-row atoms
-  CHECK(odd.name() == "swizzled_128B");
+  // Too few rows for 8-row atoms, or for an ldmatrix to read 8 of them: left row-major, which
+  // TMA writes without a swizzle (a row of per-column scales, say).
+  SharedLayout odd = chooseSharedLayout({4, 64}, 2);
+  CHECK(odd.name() == "row_major");
   CHECK_FALSE(odd.wgmmaCanonical());
+  CHECK(odd.swizzleIsIdentity());
+  // Where the XOR does move bytes TMA must swizzle alike; within one 128-byte line it moves none.
+  CHECK_FALSE(chooseSharedLayout({64, 64}, 2).swizzleIsIdentity());
+  SharedLayout line = chooseSharedLayout({64, 64}, 2);
+  line.rows = 1;
+  CHECK(line.swizzleIsIdentity());
   CHECK(chooseSharedLayout({3, 5}, 2).name() == "row_major");
   CHECK(chooseSharedLayout({1024}, 4).name() == "row_major");
 }
