@@ -1,8 +1,55 @@
 #include "sync/Effects.h"
 
+#include <algorithm>
 #include <type_traits>
 
 namespace tilec::sync {
+
+void Regions::add(const std::optional<thir::SmemRegion> &r) {
+  if (!r)
+    all_ = true;
+  else if (!all_)
+    insert(r->begin, r->end);
+}
+
+void Regions::insert(int64_t begin, int64_t end) {
+  // Merge with every interval it touches; the list stays sorted and disjoint.
+  auto first = std::lower_bound(intervals_.begin(), intervals_.end(), begin,
+                                [](const auto &iv, int64_t b) { return iv.second < b; });
+  auto last = first;
+  while (last != intervals_.end() && last->first <= end) {
+    begin = std::min(begin, last->first);
+    end = std::max(end, last->second);
+    ++last;
+  }
+  first = intervals_.erase(first, last);
+  intervals_.insert(first, {begin, end});
+}
+
+bool Regions::overlaps(const Regions &o) const {
+  if (empty() || o.empty())
+    return false;
+  if (all_ || o.all_)
+    return true;
+  for (auto a = intervals_.begin(), b = o.intervals_.begin();
+       a != intervals_.end() && b != o.intervals_.end();) {
+    if (a->first < b->second && b->first < a->second)
+      return true;
+    (a->second <= b->second ? a : b)++;
+  }
+  return false;
+}
+
+Regions &Regions::operator|=(const Regions &o) {
+  if (o.all_) {
+    all_ = true;
+    intervals_.clear();
+  } else if (!all_) {
+    for (const auto &[b, e] : o.intervals_)
+      insert(b, e);
+  }
+  return *this;
+}
 
 Effects &Effects::operator|=(const Effects &o) {
   read |= o.read;
@@ -20,9 +67,10 @@ Effects EffectsCache::of(const thir::Expr &e) {
   if (auto it = exprs_.find(e.get()); it != exprs_.end())
     return it->second;
   Effects fx;
-  if (std::holds_alternative<thir::SharedLoad>(e->op) ||
-      std::holds_alternative<thir::LdMatrix>(e->op))
-    fx.read = true;
+  if (auto *l = std::get_if<thir::SharedLoad>(&e->op))
+    fx.read.add(l->region);
+  if (auto *l = std::get_if<thir::LdMatrix>(&e->op))
+    fx.read.add(l->region);
   if (std::holds_alternative<thir::Wgmma>(e->op))
     fx.asyncRead = true;
   thir::forEachOperand(*e, [&](const thir::Expr &o) { fx |= of(o); });
@@ -58,7 +106,10 @@ Effects EffectsCache::ofStmt(const thir::Stmt &s) {
                  [&](const thir::Barrier &) {},
                  [&](const thir::SharedStore &st) {
                    use({&st.byteOffset, &st.value});
-                   (st.ahead ? fx.aheadWrite : fx.write) = true;
+                   if (st.ahead)
+                     fx.aheadWrite = true;
+                   else
+                     fx.write.add(st.region);
                  },
                  [&](const thir::FenceProxyAsync &) {},
                  [&](const thir::Printf &p) {

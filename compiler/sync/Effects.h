@@ -4,14 +4,38 @@
 #include "threadir/ThreadIR.h"
 
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace tilec::sync {
+
+/// A set of shared-memory bytes: disjoint intervals, or every byte (an access without a region).
+/// Like Triton's Membar with its allocation slices, accesses conflict only where sets overlap.
+class Regions {
+public:
+  static Regions everything() {
+    Regions r;
+    r.all_ = true;
+    return r;
+  }
+  /// Adds an access's region (none: every byte).
+  void add(const std::optional<thir::SmemRegion> &r);
+  bool empty() const { return !all_ && intervals_.empty(); }
+  bool overlaps(const Regions &o) const;
+  Regions &operator|=(const Regions &o);
+  friend bool operator==(const Regions &, const Regions &) = default;
+
+private:
+  void insert(int64_t begin, int64_t end);
+  bool all_ = false;
+  std::vector<std::pair<int64_t, int64_t>> intervals_; // sorted, disjoint, not adjacent
+};
 
 /// The shared-memory accesses of a statement's own operands, or (summarize) of everything it
 /// runs, nested bodies included.
 struct Effects {
-  bool read = false;       // generic-proxy loads (ld.shared, ldmatrix)
-  bool write = false;      // generic-proxy stores other threads may read without a protocol
+  Regions read;            // generic-proxy loads (ld.shared, ldmatrix)
+  Regions write;           // generic-proxy stores other threads may read without a protocol
   bool asyncRead = false;  // async-proxy reads (wgmma operands through descriptors)
   bool landed = false;     // cp.async groups completing (cp.async.wait): generic writes
   bool aheadWrite = false; // a pipeline's stores ahead (ordered by its protocol)

@@ -1,6 +1,7 @@
 // insert-barriers (Sync.h). Like TVM's ThreadSync, which TileLang runs after lowering its tile
 // ops, it orders read-after-write and write-after-read between threads; two writes with no read
-// between are not ordered. Shared memory is one resource: any write conflicts with any read.
+// between are not ordered. Accesses conflict where their regions overlap (thir::SmemRegion: the
+// buffer lowering addressed); one without a region conflicts with every other.
 #include "sync/Effects.h"
 #include "sync/Sync.h"
 
@@ -13,13 +14,18 @@ namespace {
 
 /// Accesses some thread may have made since the last barrier of the code being walked.
 struct Pending {
-  bool read = false;     // generic or async-proxy reads
-  bool write = false;    // generic writes
+  Regions read;          // generic or async-proxy reads
+  Regions write;         // generic writes
   bool unfenced = false; // generic writes of this thread no fence.proxy.async has covered
   friend bool operator==(const Pending &, const Pending &) = default;
   Pending operator|(const Pending &o) const {
-    return {read || o.read, write || o.write, unfenced || o.unfenced};
+    Pending p = *this;
+    p.read |= o.read;
+    p.write |= o.write;
+    p.unfenced = unfenced || o.unfenced;
+    return p;
   }
+  void ordered() { read = write = Regions(); }
 };
 
 /// What must come before code with effects `e` when `p` is pending.
@@ -28,15 +34,17 @@ struct Need {
 };
 Need needBefore(const Pending &p, const Effects &e) {
   Need n;
+  // wgmma reads its operands through descriptors: every byte, as far as this pass knows.
   n.fence = p.unfenced && e.asyncRead;
-  n.barrier = n.fence || (p.write && (e.read || e.asyncRead)) || (p.read && e.write);
+  n.barrier = n.fence || p.write.overlaps(e.asyncRead ? Regions::everything() : e.read) ||
+              p.read.overlaps(e.write);
   return n;
 }
 
 Pending after(Pending p, const Effects &e) {
-  p.read |= e.read || e.asyncRead;
-  p.write |= e.write || e.landed;
-  p.unfenced |= e.write || e.landed;
+  p.read |= e.asyncRead ? Regions::everything() : e.read;
+  p.write |= e.landed ? Regions::everything() : e.write;
+  p.unfenced |= !e.write.empty() || e.landed;
   return p;
 }
 
@@ -127,7 +135,7 @@ private:
     if (!need.barrier || !ctx.uniform)
       return 0;
     placed_ += need.fence ? 2 : 1;
-    p.read = p.write = false;
+    p.ordered();
     if (need.fence)
       p.unfenced = false;
     if (!mutate)
@@ -154,7 +162,7 @@ private:
     for (size_t i = 0; i < body.size(); ++i) {
       thir::Stmt &st = body[i];
       if (std::holds_alternative<thir::Barrier>(st.op)) {
-        p.read = p.write = false;
+        p.ordered();
         continue;
       }
       if (std::holds_alternative<thir::FenceProxyAsync>(st.op)) {
@@ -179,7 +187,7 @@ private:
         Need hoist = needBefore(p, fx_.summarize(f->body));
         if (hoist.barrier && ctx.uniform) {
           Pending ordered = p;
-          ordered.read = ordered.write = false;
+          ordered.ordered();
           ordered.unfenced = p.unfenced && !hoist.fence;
           if (!inner.uniform || cost(ordered) < cost(p))
             i += satisfy(body, i, hoist, p, ctx, mutate);

@@ -133,12 +133,13 @@ private:
     return fmt::format("shfl_xor({}, {})", expr(s.value, k), s.laneMask);
   }
   std::string exprOp(const SharedLoad &l, const Node &n, const Kernel &k) {
-    return fmt::format("smem<{}>[{}]", typeString(n.type), expr(l.byteOffset, k));
+    return fmt::format("smem<{}>[{}{}]", typeString(n.type), expr(l.byteOffset, k),
+                       regionSuffix(l.region));
   }
 
   std::string exprOp(const LdMatrix &l, const Node &, const Kernel &k) {
-    return fmt::format("ldmatrix.x{}{}(smem[{}])", l.num, l.trans ? ".trans" : "",
-                       expr(l.byteOffset, k));
+    return fmt::format("ldmatrix.x{}{}(smem[{}{}])", l.num, l.trans ? ".trans" : "",
+                       expr(l.byteOffset, k), regionSuffix(l.region));
   }
   std::string exprOp(const MmaSync &m, const Node &, const Kernel &k) {
     return fmt::format("mma.m16n8k16.{}({}, {}, {})", dtypeName(m.inputType), expr(m.a, k),
@@ -335,18 +336,22 @@ const char *shflModeName(ShflMode m) {
   return "?";
 }
 
-Expr sharedLoad(Expr byteOffset, Type t) {
+Expr sharedLoad(Expr byteOffset, Type t, std::optional<SmemRegion> region) {
   requireExpr(byteOffset, "sharedLoad");
   if (!(byteOffset->type == Type{DType::Int32, 1}) || t.lanes < 1)
     misuse("sharedLoad offset not int32");
-  return make(t, SharedLoad{std::move(byteOffset)});
+  return make(t, SharedLoad{std::move(byteOffset), region});
 }
 
-Expr ldMatrix(Expr byteOffset, int num, bool trans) {
+Expr ldMatrix(Expr byteOffset, int num, bool trans, std::optional<SmemRegion> region) {
   requireExpr(byteOffset, "ldMatrix");
   if (!(byteOffset->type == Type{DType::Int32, 1}) || (num != 1 && num != 2 && num != 4))
     misuse("ldMatrix offset not int32 or num not 1, 2, 4");
-  return make({DType::Int32, num}, LdMatrix{std::move(byteOffset), num, trans});
+  return make({DType::Int32, num}, LdMatrix{std::move(byteOffset), num, trans, region});
+}
+
+std::string regionSuffix(const std::optional<SmemRegion> &region) {
+  return region ? fmt::format("; {}, {}", region->begin, region->end) : std::string();
 }
 
 Expr mmaSync(Expr a, Expr b, Expr c, DType inputType) {

@@ -139,10 +139,18 @@ struct Shfl {
   ShflMode mode;
   Expr value, arg;
 };
+/// The bytes [begin, end) of dynamic shared memory an access stays within (its buffer, every
+/// version), where lowering knows them: the synchronization passes order only accesses whose
+/// regions overlap. An access without one may touch any byte.
+struct SmemRegion {
+  int64_t begin = 0, end = 0;
+  friend bool operator==(const SmemRegion &, const SmemRegion &) = default;
+};
 /// Reads Node::type (scalar or vector, naturally aligned up to 16 bytes) from the kernel's
 /// dynamic shared memory at `byteOffset` (Int32).
 struct SharedLoad {
   Expr byteOffset;
+  std::optional<SmemRegion> region;
 };
 /// `ldmatrix.sync.aligned.m8n8.x{num}[.trans].shared.b16`: each lane passes the byte offset of
 /// one 16-byte row; the result is `num` b32 registers (Node::type = Int32 x num).
@@ -150,6 +158,7 @@ struct LdMatrix {
   Expr byteOffset;
   int num;
   bool trans;
+  std::optional<SmemRegion> region;
 };
 /// `mma.sync.aligned.m16n8k16.row.col.f32.{f16|bf16}`: a = Int32x4, b = Int32x2, c = Float32x4;
 /// the result is D = A*B + C (Float32x4).
@@ -335,6 +344,7 @@ struct SharedStore {
   Expr byteOffset;
   Expr value;
   bool ahead = false;
+  std::optional<SmemRegion> region;
 };
 
 struct Stmt {
@@ -408,8 +418,11 @@ Expr shflXor(Expr value, int laneMask);         // 32-bit scalar
 Expr shfl(ShflMode mode, Expr value, Expr arg); // 32-bit scalar value, Int32 arg
 /// "xor", "down", "up", "idx".
 const char *shflModeName(ShflMode m);
-Expr sharedLoad(Expr byteOffset, Type t);
-Expr ldMatrix(Expr byteOffset, int num, bool trans);
+Expr sharedLoad(Expr byteOffset, Type t, std::optional<SmemRegion> region = std::nullopt);
+Expr ldMatrix(Expr byteOffset, int num, bool trans,
+              std::optional<SmemRegion> region = std::nullopt);
+/// The text of a region as thread IR writes it after an offset: "; begin, end", or nothing.
+std::string regionSuffix(const std::optional<SmemRegion> &region);
 Expr mmaSync(Expr a, Expr b, Expr c, DType inputType);
 Expr bitcast(Expr a, Type t);
 Expr sharedAddress(Expr byteOffset);

@@ -175,7 +175,7 @@ Token Lexer::punct(SourceLoc start) {
       return make(TokKind::Punct, std::string(p), start);
     }
   char c = peek();
-  if (std::string_view("()[]{}<>,:=+-*/%&^|").find(c) == std::string_view::npos) {
+  if (std::string_view("()[]{}<>,:;=+-*/%&^|").find(c) == std::string_view::npos) {
     advance();
     return make(TokKind::Error, fmt::format("unexpected character {}", describeChar(c)), start);
   }

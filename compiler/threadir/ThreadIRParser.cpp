@@ -525,7 +525,8 @@ private:
     }
     if (word == "smem") {
       advance();
-      Expr offset = sharedOffset(false);
+      std::optional<SmemRegion> region;
+      Expr offset = sharedOffset(false, &region);
       expectPunct("=");
       Expr value = expr();
       bool ahead = false;
@@ -534,7 +535,7 @@ private:
         ahead = true;
       }
       endOfStatement();
-      return {SharedStore{offset, value, ahead}};
+      return {SharedStore{offset, value, ahead, region}};
     }
     if (word == "if")
       return ifStatement();
@@ -612,11 +613,22 @@ private:
     return {param, index};
   }
   /// `smem[offset]` (the word already consumed unless `withWord`).
-  Expr sharedOffset(bool withWord = true) {
+  /// `smem[offset]`, or with a region where `region` is given: `smem[offset; begin, end]`.
+  Expr sharedOffset(bool withWord = true, std::optional<SmemRegion> *region = nullptr) {
     if (withWord)
       expectIdent("smem");
     expectPunct("[");
     Expr offset = expr();
+    if (region && accept(";")) {
+      SmemRegion r;
+      r.begin = integer(0, INT32_MAX, "a region's first byte");
+      expectPunct(",");
+      SourceLoc loc = cur_.loc;
+      r.end = integer(0, INT32_MAX, "a region's end");
+      if (r.end <= r.begin)
+        error(loc, fmt::format("empty region [{}, {})", r.begin, r.end));
+      *region = r;
+    }
     expectPunct("]");
     return offset;
   }
@@ -840,7 +852,9 @@ private:
     }
     if (word == "smem") {
       Type t = typeArgument();
-      return make(loc, t, SharedLoad{sharedOffset(false)});
+      std::optional<SmemRegion> region;
+      Expr offset = sharedOffset(false, &region);
+      return make(loc, t, SharedLoad{offset, region});
     }
     if (word == "smem_address")
       return make(loc, {DType::Int32, 1}, SharedAddress{arguments(1)[0]});
@@ -865,10 +879,11 @@ private:
       if (!num || parts.size() > 3 || (parts.size() == 3 && parts[2] != "trans"))
         return badForm("ldmatrix.x1, .x2 or .x4, optionally .trans");
       expectPunct("(");
-      Expr offset = sharedOffset();
+      std::optional<SmemRegion> region;
+      Expr offset = sharedOffset(true, &region);
       expectPunct(")");
       int n = static_cast<int>(*num);
-      return make(loc, {DType::Int32, n}, LdMatrix{offset, n, parts.size() == 3});
+      return make(loc, {DType::Int32, n}, LdMatrix{offset, n, parts.size() == 3, region});
     }
     if (parts[0] == "mma") {
       auto input = parts.size() == 3 ? parseDType(parts[2]) : std::nullopt;

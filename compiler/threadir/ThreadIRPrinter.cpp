@@ -196,11 +196,12 @@ private:
     return fmt::format("shfl_xor({}, {})", expr(s.value), s.laneMask);
   }
   std::string exprOp(const SharedLoad &l, const Node &n) {
-    return fmt::format("smem<{}>[{}]", typeString(n.type), expr(l.byteOffset));
+    return fmt::format("smem<{}>[{}{}]", typeString(n.type), expr(l.byteOffset),
+                       regionSuffix(l.region));
   }
   std::string exprOp(const LdMatrix &l, const Node &) {
-    return fmt::format("ldmatrix.x{}{}(smem[{}])", l.num, l.trans ? ".trans" : "",
-                       expr(l.byteOffset));
+    return fmt::format("ldmatrix.x{}{}(smem[{}{}])", l.num, l.trans ? ".trans" : "",
+                       expr(l.byteOffset), regionSuffix(l.region));
   }
   std::string exprOp(const MmaSync &m, const Node &) {
     return fmt::format("mma.m16n8k16.{}({}, {}, {})", dtypeName(m.inputType), expr(m.a), expr(m.b),
@@ -323,8 +324,8 @@ private:
   void stmt(const FenceProxyAsync &, int depth) { line(depth, "fence.proxy.async.shared"); }
   void stmt(const SharedStore &s, int depth) {
     bindShared({s.byteOffset, s.value}, depth);
-    line(depth, fmt::format("smem[{}] = {}{}", expr(s.byteOffset), expr(s.value),
-                            s.ahead ? " ahead" : ""));
+    line(depth, fmt::format("smem[{}{}] = {}{}", expr(s.byteOffset), regionSuffix(s.region),
+                            expr(s.value), s.ahead ? " ahead" : ""));
   }
 
   std::string &out_;

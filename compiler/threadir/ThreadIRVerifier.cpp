@@ -76,6 +76,20 @@ private:
     if (k_->dynamicSharedBytes <= 0)
       error(where, "shared memory access in a kernel without dynamic shared memory");
   }
+  // A region lies in the kernel's shared memory, and a constant offset (with the access's
+  // width) in its region.
+  void requireRegion(const void *where, const std::optional<SmemRegion> &r, const Expr &offset,
+                     int64_t width) {
+    if (!r)
+      return;
+    if (r->begin < 0 || r->end <= r->begin || r->end > k_->dynamicSharedBytes)
+      error(where, fmt::format("shared region [{}, {}) outside the kernel's {} bytes", r->begin,
+                               r->end, k_->dynamicSharedBytes));
+    else if (auto *c = offset ? std::get_if<ConstInt>(&offset->op) : nullptr;
+             c && (c->value < r->begin || c->value + width > r->end))
+      error(where, fmt::format("shared access at byte {} outside its region [{}, {})", c->value,
+                               r->begin, r->end));
+  }
   // Shared accesses are naturally aligned, up to 16 bytes.
   void requireSharedWidth(const void *where, Type t) {
     if (!isPowerOfTwo(std::min(16, dtypeBytes(t.elem) * t.lanes)))
@@ -365,8 +379,11 @@ private:
     node(st.value);
     requireType(s, st.byteOffset, kInt32, "a shared memory offset");
     requireSharedMemory(s);
-    if (good(st.value))
+    if (good(st.value)) {
       requireSharedWidth(s, st.value->type);
+      requireRegion(s, st.region, st.byteOffset,
+                    dtypeBytes(st.value->type.elem) * st.value->type.lanes);
+    }
   }
 
   // ---- Expressions -----------------------------------------------------------------------
@@ -520,10 +537,12 @@ private:
     requireType(&n, l.byteOffset, kInt32, "a shared memory offset");
     requireSharedMemory(&n);
     requireSharedWidth(&n, n.type);
+    requireRegion(&n, l.region, l.byteOffset, dtypeBytes(n.type.elem) * n.type.lanes);
   }
   void check(const LdMatrix &l, const Node &n) {
     requireType(&n, l.byteOffset, kInt32, "a shared memory offset");
     requireSharedMemory(&n);
+    requireRegion(&n, l.region, l.byteOffset, 16);
     if (l.num != 1 && l.num != 2 && l.num != 4)
       error(&n, fmt::format("ldmatrix of {} matrices (1, 2 or 4)", l.num));
     else if (!(n.type == Type{DType::Int32, l.num}))
