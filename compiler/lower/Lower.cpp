@@ -344,13 +344,16 @@ thir::Expr KernelLowering::lowerLoad(const tile::Expr &e, const tile::Load &op,
     if (!at)
       return nullptr;
     Type t{buf->dtype};
+    const thir::SmemRegion region = sharedRegion(buf);
     if (!at->second)
-      return thir::sharedLoad(at->first, t);
-    // Out of the buffer reads as zero, as a global tensor's masked element does.
+      return thir::sharedLoad(at->first, t, region);
+    // Out of the buffer reads as zero, as a global tensor's masked element does (from the
+    // buffer's first element, so that the access stays in its region).
     thir::Expr zero =
         isFloat(buf->dtype) ? thir::constFloat(0.0, buf->dtype) : thir::constInt(0, buf->dtype);
-    return thir::select(at->second,
-                        thir::sharedLoad(thir::select(at->second, at->first, i32(0)), t), zero);
+    return thir::select(
+        at->second,
+        thir::sharedLoad(thir::select(at->second, at->first, i32(region.begin)), t, region), zero);
   }
   if (buf->scope != tile::Scope::Global)
     throw std::logic_error("a read of an unexpected buffer scope");
@@ -498,7 +501,8 @@ void KernelLowering::lowerStore(const tile::Stmt &s, const tile::Store &st, thir
     thir::Expr v = lowerExpr(st.value, {});
     if (!at || !v)
       return;
-    thir::Stmt store{thir::SharedStore{at->first, thir::cast(v, Type{buf->dtype})}};
+    thir::Stmt store{
+        thir::SharedStore{at->first, thir::cast(v, Type{buf->dtype}), false, sharedRegion(buf)}};
     if (at->second)
       out.push_back({thir::IfStmt{at->second, {store}, {}}});
     else

@@ -40,20 +40,21 @@ KernelLowering::TileEnd KernelLowering::sharedEnd(const tile::BufferPtr &b,
   e.dtype = b->dtype;
   e.smemOffset = [this, b](const ChunkRef &c) { return sharedOffset(b, c.index); };
   int v = walk.vector;
-  e.read = [this, b](const ChunkRef &c, int64_t lane) {
-    return thir::sharedLoad(sharedOffset(b, laneIndex(c, lane)), Type{b->dtype});
+  const thir::SmemRegion region = sharedRegion(b);
+  e.read = [this, b, region](const ChunkRef &c, int64_t lane) {
+    return thir::sharedLoad(sharedOffset(b, laneIndex(c, lane)), Type{b->dtype}, region);
   };
   // A pipeline's copies issued ahead write versions its own protocol orders.
-  e.write = [this, b](const ChunkRef &c, int64_t lane, thir::Expr v, thir::Body &body) {
+  e.write = [this, b, region](const ChunkRef &c, int64_t lane, thir::Expr v, thir::Body &body) {
     body.push_back({thir::SharedStore{sharedOffset(b, laneIndex(c, lane)),
-                                      thir::cast(v, Type{b->dtype}), asyncCopies_}});
+                                      thir::cast(v, Type{b->dtype}), asyncCopies_, region}});
   };
   if (vectorizable(v, b->dtype)) {
-    e.readVector = [this, b, v](const ChunkRef &c) {
-      return thir::sharedLoad(sharedOffset(b, c.index), Type{b->dtype, v});
+    e.readVector = [this, b, v, region](const ChunkRef &c) {
+      return thir::sharedLoad(sharedOffset(b, c.index), Type{b->dtype, v}, region);
     };
-    e.writeVector = [this, b](const ChunkRef &c, thir::Expr vec, thir::Body &body) {
-      body.push_back({thir::SharedStore{sharedOffset(b, c.index), vec, asyncCopies_}});
+    e.writeVector = [this, b, region](const ChunkRef &c, thir::Expr vec, thir::Body &body) {
+      body.push_back({thir::SharedStore{sharedOffset(b, c.index), vec, asyncCopies_, region}});
     };
   }
   return e;

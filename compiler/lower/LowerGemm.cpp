@@ -39,6 +39,11 @@ thir::Expr KernelLowering::sharedOffset(const tile::BufferPtr &b,
   return bytes;
 }
 
+thir::SmemRegion KernelLowering::sharedRegion(const tile::BufferPtr &b) const {
+  const SharedBuffer &sb = shared_.at(b->id);
+  return {sb.offset, sb.offset + sb.layout.bytes() * sb.versions};
+}
+
 bool KernelLowering::checkSharedLimit() {
   int64_t limit = opts_.target.sharedPerBlockOptin;
   if (out_.dynamicSharedBytes <= limit)
@@ -141,8 +146,8 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
         at = {add(i32(kk * 16), add(mul(div(q, 2), 8), r)),
               add(rowBase, add(i32(mi * 16), mul(mod(q, 2), 8)))};
       aVar.push_back(nextVar_++);
-      out.push_back(
-          {thir::DeclVar{aVar.back(), x4, thir::ldMatrix(sharedOffset(A, at), 4, trans)}});
+      out.push_back({thir::DeclVar{
+          aVar.back(), x4, thir::ldMatrix(sharedOffset(A, at), 4, trans, sharedRegion(A))}});
     }
     // B fragments: two n-tiles per ldmatrix.x4 (one with .x2 for an odd last tile).
     std::vector<std::pair<int, int>> bReg(NI); // (variable, first register) per n-tile
@@ -160,8 +165,9 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
         at = {add(colBase, add(i32(ni * 8), nOff)), add(i32(kk * 16), mul(mod(q, 2), 8))};
       }
       int var = nextVar_++;
-      out.push_back({thir::DeclVar{var, pair ? x4 : x2,
-                                   thir::ldMatrix(sharedOffset(B, at), pair ? 4 : 2, !g.transB)}});
+      out.push_back({thir::DeclVar{
+          var, pair ? x4 : x2,
+          thir::ldMatrix(sharedOffset(B, at), pair ? 4 : 2, !g.transB, sharedRegion(B))}});
       bReg[ni] = {var, 0};
       if (pair)
         bReg[ni + 1] = {var, 2};

@@ -292,6 +292,9 @@ private:
   bool checkRegisterLimit();
   /// Byte offset (Int32) of element `index` of shared buffer `b`.
   thir::Expr sharedOffset(const tile::BufferPtr &b, const std::vector<thir::Expr> &index);
+  /// The bytes shared buffer `b` occupies, every version: what its accesses carry so that
+  /// insert-barriers orders them only against accesses of what overlaps it.
+  thir::SmemRegion sharedRegion(const tile::BufferPtr &b) const;
   /// Element `idx` of shared buffer `b`: its byte offset, and the condition that it lies in the
   /// buffer (null when the index ranges prove it).
   std::optional<std::pair<thir::Expr, thir::Expr>>

@@ -78,7 +78,8 @@ void KernelLowering::lowerPrint(const tile::Stmt &s, const tile::Print &p, thir:
     loop.step = i32(1);
     std::vector<thir::Expr> idx = unflatten(thir::var(loop.var, Type{DType::Int32}), shape);
     loop.body.push_back(
-        line(args, idx, thir::sharedLoad(sharedOffset(b, idx), Type{b->dtype}), prefix + where));
+        line(args, idx, thir::sharedLoad(sharedOffset(b, idx), Type{b->dtype}, sharedRegion(b)),
+             prefix + where));
     thir::IfStmt first;
     first.cond = thir::binary(thir::BinOp::Eq, tid, i32(0));
     first.then.push_back({std::move(loop)});
