@@ -586,7 +586,7 @@ void KernelLowering::lowerFill(const tile::Stmt &s, const tile::Fill &f, thir::B
 
 void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thir::Body &out) {
   const tile::BufferPtr &src = r.src.buffer, &dst = r.dst.buffer;
-  if (!isFloat(src->dtype)) {
+  if (!isFloat(src->dtype) && !isInteger(src->dtype)) {
     unsupported(s.loc, fmt::format("a reduction of {} values", dtypeName(src->dtype)));
     return;
   }
@@ -606,12 +606,12 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
     return;
   }
   ReduceOp op = reduceOp(r.kind);
-  const DType acc = src->dtype == DType::Float64 ? DType::Float64 : DType::Float32;
-  if (acc == DType::Float64 && ls.kind != FragmentLayout::Kind::Replicated) {
-    unsupported(s.loc, "a float64 reduction across threads");
+  const DType acc = reduceAccumulator(src->dtype);
+  if (dtypeBits(acc) == 64 && ls.kind != FragmentLayout::Kind::Replicated) {
+    unsupported(s.loc, fmt::format("{} reductions across threads", dtypeName(src->dtype)));
     return;
   }
-  thir::Expr identity = thir::constFloat(op.identity, acc);
+  thir::Expr identity = reduceIdentity(op, acc);
   // One partial per row this thread holds: every row (Flat, Replicated) or its group's rows.
   int64_t nPartial = grouped ? ld.slots() : ls.rows();
   std::vector<int> partial;

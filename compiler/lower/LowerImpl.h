@@ -127,6 +127,30 @@ inline ReduceOp reduceOp(tile::ReduceKind k) {
   return {thir::BinOp::Add, 0.0, false};
 }
 
+/// The type a reduction of `t` values accumulates in: float32 for the narrower floats, int32
+/// for the narrower integers (so sums of int8 do not wrap before the result does), else `t`.
+inline DType reduceAccumulator(DType t) {
+  if (isFloat(t))
+    return t == DType::Float64 ? DType::Float64 : DType::Float32;
+  return dtypeBits(t) < 32 ? DType::Int32 : t;
+}
+
+/// The value a reduction starts from in its accumulator type `acc`: 0, or the type's lowest
+/// (highest) value for max (min), -inf (inf) for floats.
+inline thir::Expr reduceIdentity(const ReduceOp &op, DType acc) {
+  if (isFloat(acc))
+    return thir::constFloat(op.identity, acc);
+  const int bits = dtypeBits(acc);
+  const bool isSignedAcc = isSigned(acc);
+  int64_t v = 0;
+  if (op.identity < 0 && isSignedAcc)
+    v = bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
+  else if (op.identity > 0)
+    v = bits == 64 ? (isSignedAcc ? std::numeric_limits<int64_t>::max() : -1)
+                   : static_cast<int64_t>((uint64_t{1} << (bits - (isSignedAcc ? 1 : 0))) - 1);
+  return thir::constInt(v, acc);
+}
+
 /// Lane `lane` of chunk `c`: the last index moves with the lane.
 inline std::vector<thir::Expr> laneIndex(const ChunkRef &c, int64_t lane) {
   std::vector<thir::Expr> idx = c.index;

@@ -171,7 +171,7 @@ void KernelLowering::lowerCumsum(const tile::Stmt &s, const tile::Cumsum &c, thi
 void KernelLowering::lowerReduceThroughShared(const tile::Stmt &s, const tile::Reduce &r,
                                               thir::Body &out) {
   const tile::BufferPtr &src = r.src.buffer, &dst = r.dst.buffer;
-  const DType acc = accumulatorType(src->dtype);
+  const DType acc = reduceAccumulator(src->dtype);
   // Scratch: the source (when a fragment), then the results (when the destination is one).
   std::optional<Scratch> scratch =
       stageThroughShared(s, r.src, r.dst, "a reduction", acc, false, out);
@@ -186,7 +186,7 @@ void KernelLowering::lowerReduceThroughShared(const tile::Stmt &s, const tile::R
       outShape.empty() ? std::vector<thir::Expr>{}
                        : unflatten(thir::var(outLoop.var, Type{DType::Int32}), outShape);
   int partial = nextVar_++;
-  thir::Expr identity = thir::constFloat(op.identity, acc);
+  thir::Expr identity = reduceIdentity(op, acc);
   outLoop.body.push_back({thir::DeclVar{partial, Type{acc}, identity}});
   thir::ForStmt walk = counted(nextVar_++, L);
   std::vector<thir::Expr> idx = outIdx;
