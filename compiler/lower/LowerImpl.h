@@ -307,6 +307,9 @@ private:
   // ---- LowerPrint.cpp ----------------------------------------------------------------------
   void lowerPrint(const tile::Stmt &s, const tile::Print &p, thir::Body &out,
                   const LaneContext &lc);
+  /// print of a region of a global tensor: by thread 0 of each block, element by element.
+  void lowerPrintGlobal(const tile::Region &r, const std::string &prefix,
+                        const std::vector<thir::Expr> &head, thir::Body &out);
 
   // ---- LowerGemm.cpp: shared memory, gemm, block rasterization ---------------------
   using SharedBuffer = SharedPlacement;

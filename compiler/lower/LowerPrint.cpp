@@ -1,6 +1,7 @@
 // print: device printf. A value is printed by every thread that runs the statement, a fragment
-// by every thread for the elements it holds, a shared buffer by thread 0 of each block; each line
-// names the block (and thread) so that the interleaved output of a launch can be sorted out.
+// by every thread for the elements it holds, a shared buffer and a region of a global tensor by
+// thread 0 of each block; each line names the block (and thread) so that the interleaved output
+// of a launch can be sorted out.
 #include "lower/LowerImpl.h"
 
 #include <fmt/format.h>
@@ -48,11 +49,12 @@ void KernelLowering::lowerPrint(const tile::Stmt &s, const tile::Print &p, thir:
     return;
   }
   const tile::BufferPtr &b = p.buffer->buffer;
-  if (!fullBuffer(*p.buffer) || b->scope == tile::Scope::Global) {
-    unsupported(s.loc, fmt::format("print of {} (whole shared buffers and fragments are supported)",
-                                   b->scope == tile::Scope::Global
-                                       ? fmt::format("global tensor '{}'", b->name)
-                                       : fmt::format("a part of '{}'", b->name)));
+  if (b->scope == tile::Scope::Global)
+    return lowerPrintGlobal(*p.buffer, prefix, args, out);
+  if (!fullBuffer(*p.buffer)) {
+    unsupported(s.loc, fmt::format("print of a part of '{}' (whole shared buffers and fragments, "
+                                   "and regions of global tensors, are supported)",
+                                   b->name));
     return;
   }
   std::vector<int64_t> shape = constShape(b);
@@ -98,6 +100,64 @@ void KernelLowering::lowerPrint(const tile::Stmt &s, const tile::Print &p, thir:
       else
         out.push_back(std::move(st));
     }
+}
+
+void KernelLowering::lowerPrintGlobal(const tile::Region &r, const std::string &prefix,
+                                      const std::vector<thir::Expr> &head, thir::Body &out) {
+  // Thread 0 walks the region's elements in row-major order, skipping those outside the
+  // tensor; extents may be symbolic, so the walk is one int64 loop over the flat index.
+  const tile::BufferPtr &b = r.buffer;
+  const Type i64{DType::Int64}, i32t{DType::Int32};
+  std::vector<thir::Expr> begins, extents, dims;
+  for (size_t d = 0; d < r.dims.size(); ++d) {
+    thir::Expr begin = lowerExpr(r.dims[d].begin, {});
+    thir::Expr extent = lowerExpr(r.dims[d].extent, {});
+    thir::Expr dim = lowerExpr(b->shape[d], {});
+    if (!begin || !extent || !dim)
+      return;
+    begins.push_back(thir::cast(begin, i64));
+    extents.push_back(thir::cast(extent, i64));
+    dims.push_back(thir::cast(dim, i64));
+  }
+  thir::Expr total = thir::constInt(1, DType::Int64);
+  for (const thir::Expr &e : extents)
+    total = thir::binary(thir::BinOp::Mul, total, e);
+  thir::ForStmt loop;
+  loop.var = nextVar_++;
+  loop.varType = i64;
+  loop.begin = thir::constInt(0, DType::Int64);
+  loop.end = total;
+  loop.step = thir::constInt(1, DType::Int64);
+  thir::Expr rest = thir::var(loop.var, i64), inside, offset;
+  std::vector<thir::Expr> idx(r.dims.size());
+  for (size_t d = r.dims.size(); d-- > 0;) {
+    idx[d] =
+        thir::binary(thir::BinOp::Add, begins[d], thir::binary(thir::BinOp::Mod, rest, extents[d]));
+    rest = thir::binary(thir::BinOp::FloorDiv, rest, extents[d]);
+    thir::Expr ok = thir::binary(
+        thir::BinOp::And, thir::binary(thir::BinOp::Ge, idx[d], thir::constInt(0, DType::Int64)),
+        thir::binary(thir::BinOp::Lt, idx[d], dims[d]));
+    inside = inside ? thir::binary(thir::BinOp::And, inside, ok) : ok;
+  }
+  for (size_t d = 0; d < idx.size(); ++d)
+    offset = offset ? thir::binary(thir::BinOp::Add,
+                                   thir::binary(thir::BinOp::Mul, offset, dims[d]), idx[d])
+                    : idx[d];
+  const int bytes = dtypeBytes(b->dtype);
+  noteAlign(b->paramIndex, bytes);
+  std::string format = prefix + b->name + "[";
+  std::vector<thir::Expr> args = head;
+  for (size_t d = 0; d < idx.size(); ++d) {
+    format += d ? ", %lld" : "%lld";
+    args.push_back(idx[d]);
+  }
+  format += "] = " + conversion(b->dtype) + "\n";
+  args.push_back(thir::globalLoad(b->paramIndex, offset, Type{b->dtype}, bytes));
+  loop.body.push_back({thir::IfStmt{inside, {{thir::Printf{format, std::move(args)}}}, {}}});
+  thir::IfStmt first;
+  first.cond = thir::binary(thir::BinOp::Eq, thir::special(thir::Special::ThreadIdxX), i32(0));
+  first.then.push_back({std::move(loop)});
+  out.push_back({std::move(first)});
 }
 
 } // namespace tilec::lower::detail

@@ -1,7 +1,7 @@
 // print from tests/gpu/kernels/printing.tile: the device printf output, captured from this
 // process's stdout, must hold every shared element once per block, every fragment element once
-// per block (from whichever thread holds it), and the value from every thread, with the values
-// the kernel was given.
+// per block (from whichever thread holds it), the value from every thread, and each block's
+// region of the global tensor once, with the values the kernel was given.
 #include "gpu_common.h"
 #include "printing.h"
 
@@ -55,6 +55,11 @@ int main() {
                            &i) == 5) {
       bad += i != bx * 10 + 1;
       ++seen[{"value", bx, t, 0}];
+    } else if (long long gi, gj; std::sscanf(buf, "global: block (%d, %d, %d) X[%lld, %lld] = %g",
+                                             &bx, &by, &bz, &gi, &gj, &v) == 6) {
+      // Block b prints row b, columns 1 and 2.
+      bad += gi != bx || gj < 1 || gj > 2 || v != x[gi * 4 + gj];
+      ++seen[{"global", bx, static_cast<int>(gi), static_cast<int>(gj)}];
     } else {
       std::printf("unexpected line: %s", buf);
       ++bad;
@@ -69,9 +74,12 @@ int main() {
         bad += (seen[{"shared", b, i, j}] != 1) + (seen[{"frag", b, i, j}] != 1);
     for (int t = 0; t < 32; ++t)
       bad += seen[{"value", b, t, 0}] != 1;
+    for (int j = 1; j <= 2; ++j)
+      bad += seen[{"global", b, b, j}] != 1;
   }
-  bool ok = bad == 0 && lines == 2 * (8 + 8 + 32);
-  std::printf("print: %d lines captured (expected %d), %d problems: %s\n", lines, 2 * (8 + 8 + 32),
-              bad, ok ? "ok" : "FAIL");
+  const int expected = 2 * (8 + 8 + 32 + 2);
+  bool ok = bad == 0 && lines == expected;
+  std::printf("print: %d lines captured (expected %d), %d problems: %s\n", lines, expected, bad,
+              ok ? "ok" : "FAIL");
   return verdict("print", !ok);
 }
