@@ -414,6 +414,12 @@ private:
                        llvm::Align(dtypeBytes(p.dtype)), llvm::AtomicOrdering::Monotonic);
   }
 
+  void stmt(const thir::SharedAtomic &s) {
+    DType t = s.value->type.elem;
+    b_.CreateAtomicRMW(atomicRMW(s.op, t), sharedAddress(s.byteOffset), expr(s.value),
+                       llvm::Align(dtypeBytes(t)), llvm::AtomicOrdering::Monotonic);
+  }
+
   void stmt(const thir::IfStmt &s) {
     Value *cond = expr(s.cond);
     if (!(s.cond->type == thir::Type{DType::Bool, 1}))

@@ -266,9 +266,13 @@ thir::Expr KernelLowering::soleWriter(const FragmentLayout &l, int64_t slot, thi
 
 void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thir::Body &out) {
   const tile::BufferPtr &dst = a.dst.buffer;
-  if (dst->scope != tile::Scope::Global) {
-    unsupported(s.loc, fmt::format("atomic_{} into {} buffer '{}'", atomicOpName(a.op),
-                                   tile::scopeName(dst->scope), dst->name));
+  const bool shared = dst->scope == tile::Scope::Shared && !a.src;
+  if (dst->scope != tile::Scope::Global && !shared) {
+    unsupported(s.loc, fmt::format("atomic_{} into {} buffer '{}'{}", atomicOpName(a.op),
+                                   tile::scopeName(dst->scope), dst->name,
+                                   dst->scope == tile::Scope::Shared
+                                       ? " from a tile (element by element it is supported)"
+                                       : ""));
     return;
   }
   // Bools have no arithmetic, and codegen has no float8 arithmetic.
@@ -278,13 +282,27 @@ void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thi
                                    dtypeName(dst->dtype), dst->name));
     return;
   }
+  if (shared && dtypeBytes(dst->dtype) < 2) {
+    unsupported(s.loc, fmt::format("atomic_{} into {} shared buffer '{}' (shared atomics are 16, "
+                                   "32 or 64 bits wide)",
+                                   atomicOpName(a.op), dtypeName(dst->dtype), dst->name));
+    return;
+  }
   if (!a.src) {
     // The element form: inside a Parallel loop once per iteration, by the iteration's thread
     // (of an element that a replicated layout gives to several threads, by one of them);
     // outside, once per block, by thread 0.
     thir::Expr v = lowerExpr(a.value, {});
-    thir::Expr off = offset(dst, a.indices, {});
-    thir::Expr ok = inBounds({dst, a.indices}, {}, 0);
+    thir::Expr off, ok;
+    if (shared) {
+      if (auto at = sharedElement(dst, a.indices)) {
+        off = at->first;
+        ok = at->second ? at->second : thir::constInt(1, DType::Bool);
+      }
+    } else {
+      off = offset(dst, a.indices, {});
+      ok = inBounds({dst, a.indices}, {}, 0);
+    }
     if (!v || !off || !ok)
       return;
     thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
@@ -296,8 +314,9 @@ void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thi
       if (auto *ci = std::get_if<thir::ConstInt>(&ok->op); !ci || !ci->value)
         cond = cond ? thir::binary(thir::BinOp::And, cond, ok) : ok;
     }
-    thir::Stmt update{
-        thir::GlobalAtomic{dst->paramIndex, off, thir::cast(v, Type{dst->dtype}), a.op}};
+    v = thir::cast(v, Type{dst->dtype});
+    thir::Stmt update = shared ? thir::Stmt{thir::SharedAtomic{off, v, a.op, sharedRegion(dst)}}
+                               : thir::Stmt{thir::GlobalAtomic{dst->paramIndex, off, v, a.op}};
     if (!cond) {
       out.push_back(std::move(update));
       return;

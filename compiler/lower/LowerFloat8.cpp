@@ -53,7 +53,8 @@ std::optional<std::string> float8Use(const thir::Body &body, size_t from,
                                std::is_same_v<T, thir::GlobalAtomic>) {
             check(op.index);
             check(op.value);
-          } else if constexpr (std::is_same_v<T, thir::SharedStore>) {
+          } else if constexpr (std::is_same_v<T, thir::SharedStore> ||
+                               std::is_same_v<T, thir::SharedAtomic>) {
             check(op.byteOffset);
             check(op.value);
           } else if constexpr (std::is_same_v<T, thir::Printf>) {

@@ -54,6 +54,7 @@ Regions &Regions::operator|=(const Regions &o) {
 Effects &Effects::operator|=(const Effects &o) {
   read |= o.read;
   write |= o.write;
+  atomic |= o.atomic;
   asyncRead |= o.asyncRead;
   landed |= o.landed;
   aheadWrite |= o.aheadWrite;
@@ -95,6 +96,10 @@ Effects EffectsCache::ofStmt(const thir::Stmt &s) {
                  [&](const thir::AssignVar &a) { use({&a.value}); },
                  [&](const thir::GlobalStore &g) {
                    use({&g.index, &g.value});
+                 },
+                 [&](const thir::SharedAtomic &a) {
+                   use({&a.byteOffset, &a.value});
+                   fx.atomic.add(a.region);
                  },
                  [&](const thir::GlobalAtomic &g) {
                    use({&g.index, &g.value});

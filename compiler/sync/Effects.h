@@ -36,6 +36,7 @@ private:
 struct Effects {
   Regions read;            // generic-proxy loads (ld.shared, ldmatrix)
   Regions write;           // generic-proxy stores other threads may read without a protocol
+  Regions atomic;          // atomic read-modify-writes: unordered among themselves
   bool asyncRead = false;  // async-proxy reads (wgmma operands through descriptors)
   bool landed = false;     // cp.async groups completing (cp.async.wait): generic writes
   bool aheadWrite = false; // a pipeline's stores ahead (ordered by its protocol)

@@ -32,7 +32,7 @@ private:
         continue;
       }
       Effects own = fx_.ofStmt(st);
-      dirty |= !own.write.empty() || own.landed || own.aheadWrite;
+      dirty |= !own.write.empty() || !own.atomic.empty() || own.landed || own.aheadWrite;
       if (auto *f = std::get_if<thir::ForStmt>(&st.op)) {
         bool top = loopFixpoint(dirty, [&](bool in) { return forward(f->body, in, false); });
         dirty = dirty || forward(f->body, top, record);

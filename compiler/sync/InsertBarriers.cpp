@@ -16,16 +16,18 @@ namespace {
 struct Pending {
   Regions read;          // generic or async-proxy reads
   Regions write;         // generic writes
+  Regions atomic;        // atomic read-modify-writes
   bool unfenced = false; // generic writes of this thread no fence.proxy.async has covered
   friend bool operator==(const Pending &, const Pending &) = default;
   Pending operator|(const Pending &o) const {
     Pending p = *this;
     p.read |= o.read;
     p.write |= o.write;
+    p.atomic |= o.atomic;
     p.unfenced = unfenced || o.unfenced;
     return p;
   }
-  void ordered() { read = write = Regions(); }
+  void ordered() { read = write = atomic = Regions(); }
 };
 
 /// What must come before code with effects `e` when `p` is pending.
@@ -36,15 +38,19 @@ Need needBefore(const Pending &p, const Effects &e) {
   Need n;
   // wgmma reads its operands through descriptors: every byte, as far as this pass knows.
   n.fence = p.unfenced && e.asyncRead;
-  n.barrier = n.fence || p.write.overlaps(e.asyncRead ? Regions::everything() : e.read) ||
-              p.read.overlaps(e.write);
+  // Atomics conflict with plain accesses both ways, not with each other.
+  const Regions &reads = e.asyncRead ? Regions::everything() : e.read;
+  n.barrier = n.fence || p.write.overlaps(reads) || p.read.overlaps(e.write) ||
+              p.write.overlaps(e.atomic) || p.read.overlaps(e.atomic) || p.atomic.overlaps(reads) ||
+              p.atomic.overlaps(e.write);
   return n;
 }
 
 Pending after(Pending p, const Effects &e) {
   p.read |= e.asyncRead ? Regions::everything() : e.read;
   p.write |= e.landed ? Regions::everything() : e.write;
-  p.unfenced |= !e.write.empty() || e.landed;
+  p.atomic |= e.atomic;
+  p.unfenced |= !e.write.empty() || !e.atomic.empty() || e.landed;
   return p;
 }
 

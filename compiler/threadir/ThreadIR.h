@@ -242,6 +242,15 @@ struct GlobalAtomic {
   Expr value;
   AtomicOp op = AtomicOp::Add;
 };
+/// An atomic read-modify-write of dynamic shared memory at `byteOffset` (Int32) with `value`
+/// (whose type is the element's): `atom.shared.{add,max,min}`. Atomics of other threads are not
+/// ordered against it; plain reads and writes of its region are.
+struct SharedAtomic {
+  Expr byteOffset;
+  Expr value;
+  AtomicOp op = AtomicOp::Add;
+  std::optional<SmemRegion> region;
+};
 /// `cp.async.cg.shared.global [smem], [global], 16`: starts copying 16 bytes of global tensor
 /// `param` from element `index` (16-byte aligned) to dynamic shared memory at `byteOffset`
 /// (16-byte aligned) without going through registers; complete after a CpAsyncWait covering the
@@ -349,9 +358,9 @@ struct SharedStore {
 
 struct Stmt {
   std::variant<DeclVar, AssignVar, GlobalStore, IfStmt, ForStmt, Barrier, SharedStore,
-               FenceProxyAsync, GlobalAtomic, Printf, CpAsync, CpAsyncCommit, CpAsyncWait,
-               MbarrierInit, MbarrierArrive, MbarrierWait, FenceMbarrierInit, TmaLoad, SetMaxNReg,
-               WgmmaWait>
+               FenceProxyAsync, GlobalAtomic, SharedAtomic, Printf, CpAsync, CpAsyncCommit,
+               CpAsyncWait, MbarrierInit, MbarrierArrive, MbarrierWait, FenceMbarrierInit, TmaLoad,
+               SetMaxNReg, WgmmaWait>
       op;
 };
 

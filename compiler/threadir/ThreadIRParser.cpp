@@ -404,16 +404,26 @@ private:
     }
     if (auto op = word.rfind("atomic_", 0) == 0 ? atomicOpByName(word.substr(7)) : std::nullopt) {
       advance();
-      auto [param, index] = element();
       // `+=` for add, `max=` (a name, then `=`) for the others.
-      if (*op == AtomicOp::Add) {
-        expectPunct("+=");
-      } else {
-        expectIdent(atomicOpName(*op));
-        expectPunct("=");
+      auto update = [&] {
+        if (*op == AtomicOp::Add) {
+          expectPunct("+=");
+        } else {
+          expectIdent(atomicOpName(*op));
+          expectPunct("=");
+        }
+        Expr value = expr();
+        endOfStatement();
+        return value;
+      };
+      if (cur_.isIdent("smem")) {
+        std::optional<SmemRegion> region;
+        Expr offset = sharedOffset(true, &region);
+        Expr value = update();
+        return {SharedAtomic{offset, value, *op, region}};
       }
-      Expr value = expr();
-      endOfStatement();
+      auto [param, index] = element();
+      Expr value = update();
       return {GlobalAtomic{param, index, value, *op}};
     }
     if (word == "cp.async") {

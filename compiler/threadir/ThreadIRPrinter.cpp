@@ -244,6 +244,11 @@ private:
     line(depth, fmt::format("atomic_{} {}[{}] {} {}", atomicOpName(s.op), param(s.param),
                             expr(s.index), atomicOpUpdate(s.op), expr(s.value)));
   }
+  void stmt(const SharedAtomic &s, int depth) {
+    bindShared({s.byteOffset, s.value}, depth);
+    line(depth, fmt::format("atomic_{} smem[{}{}] {} {}", atomicOpName(s.op), expr(s.byteOffset),
+                            regionSuffix(s.region), atomicOpUpdate(s.op), expr(s.value)));
+  }
   void stmt(const CpAsync &c, int depth) {
     bindShared({c.index, c.byteOffset}, depth);
     line(depth, fmt::format("cp.async smem[{}] <- {}[{}], 16 bytes", expr(c.byteOffset),

@@ -251,6 +251,19 @@ private:
       error(s, fmt::format("atomic {} of {} into {} tensor '{}'", atomicOpName(a.op),
                            ts(a.value->type), dtypeName(p->dtype), p->name));
   }
+  void stmt(const SharedAtomic &a, const Stmt *s) {
+    node(a.byteOffset);
+    node(a.value);
+    requireType(s, a.byteOffset, kInt32, "a shared memory offset");
+    requireSharedMemory(s);
+    if (!good(a.value))
+      return;
+    const Type t = a.value->type;
+    if (t.lanes != 1 || t.elem == DType::Bool || isFloat8(t.elem) || dtypeBytes(t.elem) < 2)
+      error(s, fmt::format("atomic {} of {} in shared memory", atomicOpName(a.op), ts(t)));
+    else
+      requireRegion(s, a.region, a.byteOffset, dtypeBytes(t.elem));
+  }
   void stmt(const CpAsync &c, const Stmt *s) {
     node(c.index);
     node(c.byteOffset);
