@@ -6,6 +6,7 @@
 #include "gpu_common.h"
 
 #include <cstring>
+#include <string>
 
 using namespace gputest;
 
@@ -27,28 +28,9 @@ template <class T, class From> T bitsOf(From x) {
   return t;
 }
 
-template <class T>
-int compare(const char *what, const DeviceBuffer &d, const std::vector<T> &want, int64_t N) {
-  std::vector<T> got = download<T>(d, want.size());
-  size_t wrong = 0, first = want.size();
-  for (size_t j = 0; j < want.size(); ++j)
-    if (std::memcmp(&got[j], &want[j], sizeof(T)) != 0) {
-      wrong++;
-      first = std::min(first, j);
-    }
-  bool tail = tailIntact(d, want.size() * sizeof(T));
-  bool ok = wrong == 0 && tail;
-  std::printf("%-3s N=%-6lld wrong %zu of %zu%s", what, (long long)N, wrong, want.size(),
-              tail ? "" : " (wrote past the end)");
-  if (first < want.size())
-    std::printf(" (first at %zu: got %lld, want %lld)", first, (long long)got[first],
-                (long long)want[first]);
-  std::printf(" %s\n", ok ? "PASS" : "FAIL");
-  return ok ? 0 : 1;
-}
-
 int runSize(std::mt19937 &rng, int64_t N) {
   const size_t n = static_cast<size_t>(N);
+  auto label = [N](const char *what) { return std::string(what) + " N=" + std::to_string(N); };
   auto X = randomBits<int32_t>(n, rng), Y = randomBits<int32_t>(n, rng);
   auto U = randomBits<uint32_t>(n, rng);
   auto B = randomBits<uint8_t>(n, rng);
@@ -109,16 +91,16 @@ int runSize(std::mt19937 &rng, int64_t N) {
                             dRF, N));
   CK(cuCtxSynchronize());
   int failures = 0;
-  failures += compare("i32", dR, R, N);
-  failures += compare("u32", dRU, RU, N);
-  failures += compare("u8", dRB, RB, N);
-  failures += compare("i8", dRC, RC, N);
-  failures += compare("i16", dRH, RH, N);
-  failures += compare("i64", dRL, RL, N);
+  failures += compareExact(label("i32").c_str(), dR, R);
+  failures += compareExact(label("u32").c_str(), dRU, RU);
+  failures += compareExact(label("u8").c_str(), dRB, RB);
+  failures += compareExact(label("i8").c_str(), dRC, RC);
+  failures += compareExact(label("i16").c_str(), dRH, RH);
+  failures += compareExact(label("i64").c_str(), dRL, RL);
   std::vector<uint32_t> fBits(n);
   for (size_t i = 0; i < n; ++i)
     fBits[i] = bitsOf<uint32_t>(RF[i]);
-  failures += compare("f32", dRF, fBits, N);
+  failures += compareExact(label("f32").c_str(), dRF, fBits);
   return failures;
 }
 

@@ -333,6 +333,31 @@ inline void printTflops(double ms, double flop) {
   std::printf("  %.3f ms  %.1f TFLOP/s", ms, flop / ms / 1e9);
 }
 
+/// Compares `want.size()` values at `d` with `want` bit for bit and checks the poisoned bytes
+/// behind them; prints one line (the first mismatch's bits in hex) and returns 1 on failure.
+template <class T> int compareExact(const char *what, CUdeviceptr d, const std::vector<T> &want) {
+  std::vector<T> got = download<T>(d, want.size());
+  size_t wrong = 0, first = want.size();
+  for (size_t j = 0; j < want.size(); ++j)
+    if (std::memcmp(&got[j], &want[j], sizeof(T)) != 0) {
+      wrong++;
+      first = std::min(first, j);
+    }
+  bool tail = tailIntact(d, want.size() * sizeof(T));
+  bool ok = wrong == 0 && tail;
+  std::printf("%-6s %zu values, %zu wrong%s", what, want.size(), wrong,
+              tail ? "" : " (wrote past the end)");
+  if (wrong) {
+    uint64_t g = 0, w = 0;
+    std::memcpy(&g, &got[first], sizeof(T));
+    std::memcpy(&w, &want[first], sizeof(T));
+    std::printf(" (first at %zu: got 0x%llx, want 0x%llx)", first,
+                static_cast<unsigned long long>(g), static_cast<unsigned long long>(w));
+  }
+  std::printf(" %s\n", ok ? "PASS" : "FAIL");
+  return ok ? 0 : 1;
+}
+
 /// Prints a test program's verdict line and returns its exit status.
 inline int verdict(const char *test, int failures) {
   std::printf("%s: %s\n", test, failures ? "FAILED" : "all checks passed");

@@ -13,26 +13,6 @@ using namespace gputest;
 
 namespace {
 
-template <class T>
-int compare(const char *what, const DeviceBuffer &d, const std::vector<T> &want) {
-  std::vector<T> got = download<T>(d, want.size());
-  size_t wrong = 0, first = want.size();
-  for (size_t j = 0; j < want.size(); ++j)
-    if (got[j] != want[j]) {
-      wrong++;
-      first = std::min(first, j);
-    }
-  bool tail = tailIntact(d, want.size() * sizeof(T));
-  bool ok = wrong == 0 && tail;
-  std::printf("%-6s %zu values, %zu wrong%s", what, want.size(), wrong,
-              tail ? "" : " (wrote past the end)");
-  if (wrong)
-    std::printf(" (first at %zu: got %lld, want %lld)", first, static_cast<long long>(got[first]),
-                static_cast<long long>(want[first]));
-  std::printf(" %s\n", ok ? "PASS" : "FAIL");
-  return ok ? 0 : 1;
-}
-
 int32_t wrapAdd(int32_t a, int32_t b) {
   return static_cast<int32_t>(static_cast<uint32_t>(a) + static_cast<uint32_t>(b));
 }
@@ -79,12 +59,12 @@ int main() {
   CK(tile::int_reduce::int_reduce(nullptr, dx, db, du, dsum, dmx, dmn, dam, dbs, dum, dcol, M));
   CK(cuCtxSynchronize());
   int failures = 0;
-  failures += compare("sum", dsum, sum);
-  failures += compare("max", dmx, mx);
-  failures += compare("min", dmn, mn);
-  failures += compare("absmax", dam, am);
-  failures += compare("i8sum", dbs, bs);
-  failures += compare("u8max", dum, um);
-  failures += compare("colsum", dcol, col);
+  failures += compareExact("sum", dsum, sum);
+  failures += compareExact("max", dmx, mx);
+  failures += compareExact("min", dmn, mn);
+  failures += compareExact("absmax", dam, am);
+  failures += compareExact("i8sum", dbs, bs);
+  failures += compareExact("u8max", dum, um);
+  failures += compareExact("colsum", dcol, col);
   return verdict("int_reduce", failures);
 }

@@ -12,24 +12,6 @@ using namespace gputest;
 
 namespace {
 
-int compare(const char *what, const DeviceBuffer &d, const std::vector<uint16_t> &want) {
-  std::vector<uint16_t> got = download<uint16_t>(d, want.size());
-  size_t wrong = 0, first = want.size();
-  for (size_t j = 0; j < want.size(); ++j)
-    if (got[j] != want[j]) {
-      wrong++;
-      first = std::min(first, j);
-    }
-  bool tail = tailIntact(d, want.size() * 2);
-  bool ok = wrong == 0 && tail;
-  std::printf("%-5s %zu values, %zu wrong%s", what, want.size(), wrong,
-              tail ? "" : " (wrote past the end)");
-  if (wrong)
-    std::printf(" (first at %zu: got 0x%04x, want 0x%04x)", first, got[first], want[first]);
-  std::printf(" %s\n", ok ? "PASS" : "FAIL");
-  return ok ? 0 : 1;
-}
-
 int signedField(int w, int pos, int bits) {
   int v = (w >> (pos * bits)) & ((1 << bits) - 1);
   return v >= (1 << (bits - 1)) ? v - (1 << bits) : v;
@@ -81,13 +63,13 @@ int main() {
                                       dd4z, N));
   CK(cuCtxSynchronize());
   int failures = 0;
-  failures += compare("U4", du4, u4);
-  failures += compare("I4", di4, i4);
-  failures += compare("I4b", di4b, i4b);
-  failures += compare("I2", di2, i2);
-  failures += compare("I2b", di2b, i2b);
-  failures += compare("U7b", du7b, u7b);
-  failures += compare("D4", dd4, d4);
-  failures += compare("D4z", dd4z, d4z);
+  failures += compareExact("U4", du4, u4);
+  failures += compareExact("I4", di4, i4);
+  failures += compareExact("I4b", di4b, i4b);
+  failures += compareExact("I2", di2, i2);
+  failures += compareExact("I2b", di2b, i2b);
+  failures += compareExact("U7b", du7b, u7b);
+  failures += compareExact("D4", dd4, d4);
+  failures += compareExact("D4z", dd4z, d4z);
   return verdict("quant_unpack", failures);
 }
