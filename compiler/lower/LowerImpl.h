@@ -127,8 +127,8 @@ inline ReduceOp reduceOp(tile::ReduceKind k) {
   return {thir::BinOp::Add, 0.0, false};
 }
 
-/// The type a reduction of `t` values accumulates in: float32 for the narrower floats, int32
-/// for the narrower integers (so sums of int8 do not wrap before the result does), else `t`.
+/// The type a reduction or scan of `t` values accumulates in: float32 for the narrower floats,
+/// int32 for the narrower integers (the result wraps as if summed in `t`), else `t`.
 inline DType reduceAccumulator(DType t) {
   if (isFloat(t))
     return t == DType::Float64 ? DType::Float64 : DType::Float32;
@@ -140,15 +140,13 @@ inline DType reduceAccumulator(DType t) {
 inline thir::Expr reduceIdentity(const ReduceOp &op, DType acc) {
   if (isFloat(acc))
     return thir::constFloat(op.identity, acc);
-  const int bits = dtypeBits(acc);
-  const bool isSignedAcc = isSigned(acc);
-  int64_t v = 0;
-  if (op.identity < 0 && isSignedAcc)
-    v = bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
-  else if (op.identity > 0)
-    v = bits == 64 ? (isSignedAcc ? std::numeric_limits<int64_t>::max() : -1)
-                   : static_cast<int64_t>((uint64_t{1} << (bits - (isSignedAcc ? 1 : 0))) - 1);
-  return thir::constInt(v, acc);
+  if (op.identity == 0)
+    return thir::constInt(0, acc);
+  const bool signedAcc = isSigned(acc);
+  // The largest value: all value bits set (bits of the int64 pattern for 64-bit types).
+  const uint64_t largest = ~uint64_t{0} >> (64 - dtypeBits(acc) + (signedAcc ? 1 : 0));
+  const int64_t highest = static_cast<int64_t>(largest);
+  return thir::constInt(op.identity > 0 ? highest : signedAcc ? -highest - 1 : 0, acc);
 }
 
 /// Lane `lane` of chunk `c`: the last index moves with the lane.

@@ -107,7 +107,7 @@ void KernelLowering::lowerPrintGlobal(const tile::Region &r, const std::string &
   // Thread 0 walks the region's elements in row-major order, skipping those outside the
   // tensor; extents may be symbolic, so the walk is one int64 loop over the flat index.
   const tile::BufferPtr &b = r.buffer;
-  const Type i64{DType::Int64}, i32t{DType::Int32};
+  const Type i64{DType::Int64};
   std::vector<thir::Expr> begins, extents, dims;
   for (size_t d = 0; d < r.dims.size(); ++d) {
     thir::Expr begin = lowerExpr(r.dims[d].begin, {});

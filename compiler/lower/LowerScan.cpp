@@ -40,10 +40,6 @@ thir::ForStmt counted(int var, int64_t n) {
   return loop;
 }
 
-DType accumulatorType(DType t) {
-  return t == DType::Float64 ? DType::Float64 : isFloat(t) ? DType::Float32 : t;
-}
-
 } // namespace
 
 thir::Expr KernelLowering::tileLocation(const tile::BufferPtr &b,
@@ -131,7 +127,7 @@ void KernelLowering::unstageThroughShared(const tile::BufferPtr &dst, int64_t ds
 
 void KernelLowering::lowerCumsum(const tile::Stmt &s, const tile::Cumsum &c, thir::Body &out) {
   const tile::BufferPtr &src = c.src.buffer, &dst = c.dst.buffer;
-  const DType acc = accumulatorType(src->dtype);
+  const DType acc = reduceAccumulator(src->dtype);
   // One scratch array serves both sides (in place) when both are fragments.
   std::optional<Scratch> scratch = stageThroughShared(s, c.src, c.dst, "cumsum", acc, true, out);
   if (!scratch)
