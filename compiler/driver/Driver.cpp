@@ -380,6 +380,31 @@ void printStepTimes(Session &s, const std::vector<std::unique_ptr<ArchRun>> &run
 
 } // namespace
 
+int compileAndUse(const DriverOptions &opts, std::ostream &out, std::ostream &err,
+                  const std::function<int(Compilation &)> &use) {
+  Session s(err, opts);
+  std::optional<std::vector<ArchRequest>> archs = parseArchs(s, opts.arch);
+  if (!archs)
+    return s.flush();
+  if (archs->size() != 1 || archs->front().addPtx) {
+    s.diags.error({}, fmt::format("--arch '{}': name a single target", opts.arch));
+    return s.flush();
+  }
+  if (isThreadIRInput(opts.input)) {
+    s.diags.error({}, "a .thir input has no tile-level signature to run; give the .tile source");
+    return s.flush();
+  }
+  ArchRun run(opts, archs->front());
+  run.opts.emit = {"cubin"};
+  Compilation &c = *run.c;
+  bool ok = runPipeline(c, 0, compilePipeline().size(), out);
+  s.print(run.diags);
+  int status = s.flush();
+  if (opts.timePasses)
+    err << formatStepTimes(c.stepTimes);
+  return !ok || status != 0 ? 1 : use(c);
+}
+
 int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
   Session s(err, opts);
   std::optional<std::vector<ArchRequest>> archs = parseArchs(s, opts.arch);

@@ -15,6 +15,7 @@
 #include <llvm/IR/Module.h>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -97,6 +98,13 @@ template <typename F> auto timeStep(Compilation &c, std::string_view name, F &&s
 /// The --time-passes table: one aligned line per step (milliseconds and share of the total),
 /// then the total.
 std::string formatStepTimes(const std::vector<std::pair<std::string, double>> &times);
+
+/// Compiles opts.input (a .tile source) for the single target opts.arch without writing any
+/// output (for `tilec bench` and `tilec tune`), printing diagnostics as `tilec compile` does
+/// (-w, -Werror, --color), then calls `use` with the finished compilation. Returns 1 after an
+/// error, else what `use` returns.
+int compileAndUse(const DriverOptions &opts, std::ostream &out, std::ostream &err,
+                  const std::function<int(Compilation &)> &use);
 
 /// Whether `path` names thread IR text (.thir), which enters the pipeline after
 /// lower-to-thread-ir (docs/thread-ir.md).

@@ -1,4 +1,5 @@
 // tilec: the command line. Parses options into DriverOptions; the work is in Driver.cpp.
+#include "driver/Bench.h"
 #include "driver/Driver.h"
 #include "driver/Pipeline.h"
 
@@ -128,6 +129,40 @@ int main(int argc, char **argv) {
   compile->add_option("--layout-detail", layoutDetail, "summary or full")
       ->check(CLI::IsMember({"summary", "full"}));
 
+  // bench: --arch defaults to the device's; the rest of its options fill BenchOptions.
+  tilec::driver::BenchOptions bench;
+  std::string benchArch;
+  std::vector<std::string> benchShapes, benchArgs;
+  std::string benchBytes, benchCopy;
+  std::optional<double> benchFlops;
+  bool noFlush = false;
+  CLI::App *benchCmd =
+      app.add_subcommand("bench", "compile, then time the kernels on the GPU (Driver API)");
+  addCommon(benchCmd);
+  benchCmd->add_option("--arch", benchArch, "target GPU architecture (default: the device's)");
+  benchCmd
+      ->add_option("--shape", benchShapes,
+                   "NAME=VALUE[,NAME=VALUE...]: the symbolic dimensions (M=4096,N=4096)")
+      ->allow_extra_args(false);
+  benchCmd->add_option("--arg", benchArgs, "NAME=VALUE[,...]: scalar parameters (default 1)")
+      ->allow_extra_args(false);
+  benchCmd->add_option("--kernel", bench.kernel, "time only this kernel");
+  benchCmd->add_option("--warmup", bench.run.warmup, "launches before timing (default 10)")
+      ->check(CLI::Range(1, 100000));
+  benchCmd->add_option("--reps", bench.run.reps, "timed launches (default 100)")
+      ->check(CLI::Range(1, 100000));
+  benchCmd->add_option("--seed", bench.run.seed, "seed of the inputs' pseudo-random values");
+  benchCmd->add_flag("--no-flush", noFlush, "do not flush the L2 cache before each launch");
+  benchCmd->add_option("--device", bench.device, "CUDA device ordinal (default 0)");
+  benchCmd->add_option("--flops", benchFlops,
+                       "FLOPs of one launch, for TFLOP/s (default: counted from the gemms)");
+  benchCmd->add_option("--bytes", benchBytes,
+                       "bytes one launch moves, for GB/s (default: every tensor once)");
+  benchCmd->add_flag("--json", bench.json, "print JSON instead of text");
+  benchCmd->add_option("--copy", benchCopy,
+                       "SIZE: time a device-to-device copy of SIZE bytes (256MiB, 1GB), the "
+                       "bandwidth reference");
+
   try {
     std::vector<std::string> args = compilerStyleArgs(argc, argv);
     std::reverse(args.begin(), args.end()); // CLI11 takes the arguments in reverse order
@@ -142,6 +177,67 @@ int main(int argc, char **argv) {
   if (printPipeline) {
     std::cout << tilec::driver::printPipeline();
     return 0;
+  }
+  if (benchCmd->parsed()) {
+    for (const std::string &d : defines)
+      if (!parseDefine(d, opts)) {
+        std::cerr << "tilec: error: -D expects NAME=VALUE, got '" << d << "'\n";
+        return 1;
+      }
+    if (inputs.size() > 1) {
+      std::cerr << "tilec: error: bench takes one .tile file\n";
+      return 1;
+    }
+    std::string error;
+    for (const std::string &s : benchShapes)
+      if (!tilec::bench::parseAssignments(s, bench.shapes, error)) {
+        std::cerr << "tilec: error: --shape: " << error << "\n";
+        return 1;
+      }
+    for (const std::string &s : benchArgs)
+      if (!tilec::bench::parseAssignments(s, bench.args, error)) {
+        std::cerr << "tilec: error: --arg: " << error << "\n";
+        return 1;
+      }
+    if (!benchBytes.empty()) {
+      std::optional<uint64_t> n = tilec::bench::parseByteSize(benchBytes);
+      if (!n) {
+        std::cerr << "tilec: error: --bytes expects a size such as 1048576 or 256MiB, got '"
+                  << benchBytes << "'\n";
+        return 1;
+      }
+      bench.bytes = static_cast<double>(*n);
+    }
+    if (!benchCopy.empty()) {
+      bench.copyBytes = tilec::bench::parseByteSize(benchCopy);
+      if (!bench.copyBytes || *bench.copyBytes % 4 != 0) {
+        std::cerr << "tilec: error: --copy expects a size in bytes, a multiple of 4, such as "
+                     "1073741824 or 1GiB, got '"
+                  << benchCopy << "'\n";
+        return 1;
+      }
+    }
+    if (benchFlops && !(*benchFlops > 0)) {
+      std::cerr << "tilec: error: --flops must be positive\n";
+      return 1;
+    }
+    bench.flops = benchFlops;
+    bench.run.flushL2 = !noFlush;
+    opts.arch = benchArch;
+    opts.input = inputs.empty() ? "" : inputs.front();
+    const char *term = std::getenv("TERM");
+    opts.color = color == "always" ||
+                 (color == "auto" && ::isatty(STDERR_FILENO) && !std::getenv("NO_COLOR") &&
+                  !(term && std::string_view(term) == "dumb"));
+    opts.stdlibDirs = stdlibDirs();
+    bench.compile = opts;
+    try {
+      return tilec::driver::runBench(bench, std::cout, std::cerr);
+    } catch (const std::exception &e) {
+      std::cerr << "tilec: internal compiler error: " << e.what()
+                << "\nplease report this with the input file\n";
+      return 1;
+    }
   }
   // Required unless --print-pipeline: CLI11's own check would not know the exception.
   if (inputs.empty()) {

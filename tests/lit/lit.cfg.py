@@ -16,6 +16,7 @@ config.substitutions.append(("%stdlib", os.path.join(config.source_root, "stdlib
 config.substitutions.append(("%runtime", os.path.join(config.source_root, "runtime", "include")))
 config.substitutions.append(("%cuda_include", config.cuda_include))
 config.substitutions.append(("%cxx", config.cxx))
+config.substitutions.append(("%fake_libcuda", config.fake_libcuda))
 config.substitutions.append(("%fakecuda", os.path.join(config.source_root, "tests", "fakecuda")))
 config.environment["PATH"] = os.pathsep.join([config.llvm_bin, config.environment.get("PATH", "")])
 if config.have_cuda_h:
