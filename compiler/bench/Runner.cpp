@@ -255,6 +255,12 @@ std::optional<RunResult> Runner::run(const Launch &launch, std::string_view imag
                                                        static_cast<size_t>(k.dynamicSharedBytes)),
           "cuOccupancyMaxActiveBlocksPerMultiprocessor", error))
     return std::nullopt;
+  if (result.facts.blocksPerSM == 0) {
+    error = fmt::format("kernel '{}' does not fit on an SM: {} registers a thread x {} threads, "
+                        "{} bytes of shared memory",
+                        k.name, result.facts.registers, k.threads, k.dynamicSharedBytes);
+    return std::nullopt;
+  }
 
   // Tensors, filled with seeded contents (each tensor its own stream of values).
   std::vector<std::unique_ptr<DeviceBuffer>> buffers;

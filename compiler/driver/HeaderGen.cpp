@@ -563,6 +563,16 @@ std::vector<KernelEntry> mergeKernels(const std::vector<HeaderImage> &images) {
   return entries;
 }
 
+LaunchSignature launchSignature(const thir::Kernel &k) {
+  LaunchSignature sig;
+  sig.function = functionName(k);
+  std::vector<std::string> names = launchParamNames(k);
+  for (size_t i = 0; i < k.params.size(); ++i)
+    if (isLaunchArgument(k.params[i]))
+      sig.params.push_back({cxxParamType(k.params[i]), names[i], &k.params[i]});
+  return sig;
+}
+
 std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderOptions &opts) {
   if (!isValidNamespace(opts.ns))
     bug(fmt::format("invalid namespace '{}'", opts.ns));

@@ -61,6 +61,41 @@ std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderO
 std::string generateCHeader(const std::vector<HeaderImage> &images, const HeaderOptions &opts,
                             std::string_view cxxHeaderName);
 
+/// The launch function a header declares for kernel `k`: its name, and after the stream each
+/// parameter the caller passes (C++ type, name, and the kernel parameter it is).
+struct LaunchParam {
+  std::string type;
+  std::string name;
+  const thir::Param *param;
+};
+struct LaunchSignature {
+  std::string function;
+  std::vector<LaunchParam> params;
+};
+LaunchSignature launchSignature(const thir::Kernel &k);
+
+/// One variant of a tuned header: the module and binary as for generateHeader, and the namespace
+/// (nested in the header's) its launch functions get.
+struct DispatchVariant {
+  HeaderImage image;
+  std::string ns;          // an identifier, e.g. "variant0"
+  std::string description; // "block_M=128 block_N=256": shown in the header
+};
+/// A shape the tuner measured: the symbolic dimensions' values and the variant that won there.
+struct DispatchBucket {
+  std::vector<std::pair<std::string, int64_t>> dims;
+  size_t winner;
+};
+/// The header `tilec tune` writes: every winning variant as its own generated header (in
+/// opts.ns::VARIANT), then in opts.ns a launch function per kernel of the same signature that
+/// picks the variant of the bucket nearest to the launch's dimensions (by the sum over dimensions
+/// of |log(d / bucket d)|, ties to the earlier bucket), plus load(), unload(), last_error() and
+/// KERNEL_variant() (the index it picks). The variants must come from one source (the same
+/// kernels and launch signatures).
+std::string generateDispatchHeader(const std::vector<DispatchVariant> &variants,
+                                   const std::vector<DispatchBucket> &buckets,
+                                   const HeaderOptions &opts);
+
 /// runtime/include/tilec/runtime.h as embedded at build time.
 std::string_view runtimeHeaderText();
 

@@ -2,6 +2,7 @@
 #include "driver/Bench.h"
 #include "driver/Driver.h"
 #include "driver/Pipeline.h"
+#include "driver/Tune.h"
 
 #include <CLI/CLI.hpp>
 
@@ -163,6 +164,43 @@ int main(int argc, char **argv) {
                        "SIZE: time a device-to-device copy of SIZE bytes (256MiB, 1GB), the "
                        "bandwidth reference");
 
+  // tune: the space and shapes, and the bench options it shares.
+  tilec::driver::TuneOptions tune;
+  tune.run.warmup = 5;
+  tune.run.reps = 30;
+  std::string tuneArch, tuneSpace, tuneShapes;
+  std::vector<std::string> tuneArgs;
+  bool tuneNoFlush = false;
+  CLI::App *tuneCmd = app.add_subcommand(
+      "tune", "compile every variant of a space of -D values, time each on the GPU, and write a "
+              "header holding the fastest per shape");
+  addCommon(tuneCmd);
+  tuneCmd->add_option("--space", tuneSpace,
+                      "the constants to vary: 'block_M=64,128;block_N=128,256;num_stages=3,4'");
+  tuneCmd->add_option("--shapes", tuneShapes,
+                      "the shapes to tune for: 'M=4096,N=4096,K=4096;M=8192,N=8192,K=8192'");
+  tuneCmd->add_option("--arch", tuneArch, "target GPU architecture (default: the device's)");
+  tuneCmd->add_option("--arg", tuneArgs, "NAME=VALUE[,...]: scalar parameters (default 1)")
+      ->allow_extra_args(false);
+  tuneCmd->add_option("--kernel", tune.kernel, "the kernel to time, when there are several");
+  tuneCmd->add_option("--warmup", tune.run.warmup, "launches before timing (default 5)")
+      ->check(CLI::Range(1, 100000));
+  tuneCmd->add_option("--reps", tune.run.reps, "timed launches per variant (default 30)")
+      ->check(CLI::Range(1, 100000));
+  tuneCmd->add_option("--seed", tune.run.seed, "seed of the inputs' pseudo-random values");
+  tuneCmd->add_flag("--no-flush", tuneNoFlush, "do not flush the L2 cache before each launch");
+  tuneCmd->add_option("--device", tune.device, "CUDA device ordinal (default 0)");
+  tuneCmd->add_option("--jobs,-j", tune.jobs, "parallel compiles (default: one per core)")
+      ->check(CLI::Range(1, 256));
+  tuneCmd->add_option("--record", tune.record,
+                      "JSON record of every measurement: read first (what it holds is not "
+                      "measured again), then written");
+  tuneCmd->add_option("-o", tune.outDir, "write the tuned header STEM.h into this directory");
+  tuneCmd->add_option("--namespace", tune.ns, "C++ namespace of the header (default tile::STEM)");
+  tuneCmd->add_option("--rtol", tune.rtol,
+                      "how far a variant's outputs may be from the first variant's (relative L2; "
+                      "default 0.02 for 16-bit floats, 1e-3 for float32, exact for integers)");
+
   try {
     std::vector<std::string> args = compilerStyleArgs(argc, argv);
     std::reverse(args.begin(), args.end()); // CLI11 takes the arguments in reverse order
@@ -177,6 +215,43 @@ int main(int argc, char **argv) {
   if (printPipeline) {
     std::cout << tilec::driver::printPipeline();
     return 0;
+  }
+  if (tuneCmd->parsed()) {
+    for (const std::string &d : defines)
+      if (!parseDefine(d, opts)) {
+        std::cerr << "tilec: error: -D expects NAME=VALUE, got '" << d << "'\n";
+        return 1;
+      }
+    if (inputs.size() != 1) {
+      std::cerr << "tilec: error: tune takes one .tile file\n";
+      return 1;
+    }
+    std::string error;
+    if (!tuneSpace.empty() && !tilec::bench::parseSpace(tuneSpace, tune.space, error)) {
+      std::cerr << "tilec: error: --space: " << error << "\n";
+      return 1;
+    }
+    if (!tilec::bench::parseShapes(tuneShapes, tune.shapes, error)) {
+      std::cerr << "tilec: error: --shapes: " << error << "\n";
+      return 1;
+    }
+    for (const std::string &s : tuneArgs)
+      if (!tilec::bench::parseAssignments(s, tune.args, error)) {
+        std::cerr << "tilec: error: --arg: " << error << "\n";
+        return 1;
+      }
+    tune.run.flushL2 = !tuneNoFlush;
+    opts.arch = tuneArch;
+    opts.input = inputs.front();
+    opts.stdlibDirs = stdlibDirs();
+    tune.compile = opts;
+    try {
+      return tilec::driver::runTune(tune, std::cout, std::cerr);
+    } catch (const std::exception &e) {
+      std::cerr << "tilec: internal compiler error: " << e.what()
+                << "\nplease report this with the input file\n";
+      return 1;
+    }
   }
   if (benchCmd->parsed()) {
     for (const std::string &d : defines)

@@ -2,7 +2,9 @@
 // device (compute capability 9.0, 132 SMs), host memory for device memory, every event 0.5 ms
 // apart, and each launch printed to stderr with its grid, block, shared memory and the first
 // FAKE_CUDA_ARGS kernel arguments (8 bytes each, as hex; tensor maps by their first 8 bytes).
-// FAKE_CUDA_NO_DEVICE=1 reports no device. Only for tests/lit/bench.
+// FAKE_CUDA_NO_DEVICE=1 reports no device. FAKE_CUDA_TIME=blocks makes a launch of B blocks take
+// 0.001 * (1 + |B - 64|) ms, so that `tilec tune` picks different variants at different shapes.
+// Only for tests/lit/bench.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +20,7 @@ struct Fake {
 using Handle = Fake *;
 
 static Fake kContext, kModule, kFunction, kEvent;
+static unsigned long long lastBlocks = 0;
 
 CUresult cuInit(unsigned) { return 0; }
 CUresult cuDeviceGetCount(int *n) {
@@ -116,6 +119,7 @@ CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned v, size_t n, Handle) {
 }
 CUresult cuLaunchKernel(Handle, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned shared, Handle, void **args, void **) {
+  lastBlocks = static_cast<unsigned long long>(gx) * gy * gz;
   static int printed = 0;
   if (printed++ == 0) { // the first launch only: the runner repeats it
     std::fprintf(stderr, "fake: launch grid %u %u %u block %u %u %u shared %u", gx, gy, gz, bx, by,
@@ -138,7 +142,11 @@ CUresult cuEventDestroy_v2(Handle) { return 0; }
 CUresult cuEventRecord(Handle, Handle) { return 0; }
 CUresult cuEventSynchronize(Handle) { return 0; }
 CUresult cuEventElapsedTime(float *ms, Handle, Handle) {
-  *ms = 0.5f;
+  const char *mode = std::getenv("FAKE_CUDA_TIME");
+  long long off = static_cast<long long>(lastBlocks) - 64;
+  *ms = mode && std::strcmp(mode, "blocks") == 0
+            ? 0.001f * static_cast<float>(1 + (off < 0 ? -off : off))
+            : 0.5f;
   return 0;
 }
 CUresult cuGetErrorName(CUresult r, const char **s) {

@@ -2,10 +2,12 @@
 // expressions, the seeded input contents and the summary of timings.
 #include "bench/Report.h"
 #include "bench/Runner.h"
+#include "bench/Tune.h"
 #include "bench/Workload.h"
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 
 using namespace tilec;
@@ -117,4 +119,75 @@ TEST_CASE("rates and the report") {
   CHECK(j["kernels"][0]["dims"]["N"] == 8);
   CHECK(j["kernels"][0]["us"]["median"] == 20.0);
   CHECK_FALSE(j["kernels"][0].contains("tflops")); // no FLOPs counted
+}
+
+TEST_CASE("the tune space: parsing and enumeration") {
+  std::vector<Knob> space;
+  std::string error;
+  REQUIRE(parseSpace("block_M=64,128; num_stages=3,4 ;", space, error));
+  REQUIRE(space.size() == 2);
+  CHECK(space[1].values == std::vector<std::string>{"3", "4"});
+  std::vector<Variant> v = enumerate(space);
+  REQUIRE(v.size() == 4);
+  CHECK(variantName(v[0]) == "block_M=64 num_stages=3");
+  CHECK(variantName(v[1]) == "block_M=64 num_stages=4"); // the last knob varies fastest
+  CHECK(variantName(v[3]) == "block_M=128 num_stages=4");
+  std::vector<Knob> bad;
+  CHECK_FALSE(parseSpace("", bad, error));
+  CHECK(error == "the space is empty");
+  CHECK_FALSE(parseSpace("a", bad, error));
+  CHECK_FALSE(parseSpace("a=1;a=2", bad, error));
+  std::vector<Assignments> shapes;
+  REQUIRE(parseShapes("M=1,N=2;M=3,N=4", shapes, error));
+  CHECK(shapes.size() == 2);
+  CHECK(shapeName(shapes[1]) == "M=3,N=4");
+}
+
+TEST_CASE("tensorDistance: how tune tells a wrong variant from rounding") {
+  auto f32 = [](std::vector<float> v) {
+    std::vector<unsigned char> out(v.size() * 4);
+    std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  };
+  CHECK(tensorDistance(DType::Float32, f32({1, 2, 3}), f32({1, 2, 3})) == 0);
+  CHECK(tensorDistance(DType::Float32, f32({3, 4}), f32({3, 4.5})) == doctest::Approx(0.1));
+  CHECK(tensorDistance(DType::Float32, f32({1, NAN}), f32({1, NAN})) == 0);
+  CHECK(std::isinf(tensorDistance(DType::Float32, f32({1, 2}), f32({1, NAN}))));
+  CHECK(std::isinf(tensorDistance(DType::Float32, f32({1}), f32({1, 2}))));
+  // float16 1.0 (0x3c00) against 1.0009765625 (0x3c01): one ulp.
+  std::vector<unsigned char> one = {0x00, 0x3c}, next = {0x01, 0x3c};
+  CHECK(tensorDistance(DType::Float16, one, next) == doctest::Approx(1.0 / 1024));
+  CHECK(tensorDistance(DType::Float16, one, next) < defaultTolerance(DType::Float16));
+  std::vector<unsigned char> ints = {1, 2, 3, 4}, other = {1, 2, 3, 5};
+  CHECK(tensorDistance(DType::UInt8, ints, other) == 0.25);
+  CHECK(defaultTolerance(DType::Int32) == 0);
+}
+
+TEST_CASE("the tune record round-trips and gives each shape its fastest variant") {
+  Record r;
+  r.sourceHash = contentHash("program");
+  r.arch = "sm_90a";
+  r.device = "GPU";
+  r.kernel = "k";
+  Measurement a{"block=256", "N=4", "ok", "", summarize({3, 4}), {}, std::nullopt, 1.0};
+  Measurement b{"block=1024", "N=4", "ok", "", summarize({2}), {}, std::nullopt, 2.0};
+  Measurement c{"block=64", "N=4", "disagrees", "tensor 'C' differs", summarize({1}), {}, {}, {}};
+  r.measurements = {a, b, c};
+  std::string error;
+  std::optional<Record> back = recordFromJson(toJson(r), error);
+  REQUIRE(back);
+  CHECK(back->sourceHash == r.sourceHash);
+  REQUIRE(back->measurements.size() == 3);
+  CHECK(back->measurements[0].timing.median == 3.5);
+  CHECK(back->measurements[2].reason == "tensor 'C' differs");
+  CHECK(findMeasurement(*back, "block=1024", "N=4")->gbps == 2.0);
+  CHECK_FALSE(findMeasurement(*back, "block=1024", "N=8"));
+  // The fastest that ran and agreed wins; a shape where none ran has no winner.
+  auto w = winners(back->measurements, {"N=4", "N=8"});
+  REQUIRE(w[0]);
+  CHECK(w[0]->variant == "block=1024");
+  CHECK_FALSE(w[1]);
+  CHECK_FALSE(recordFromJson(nlohmann::json{{"x", 1}}, error));
+  CHECK(contentHash("a") != contentHash("b"));
+  CHECK(contentHash("a").size() == 16);
 }

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Issue 13's tuning checks, on the GPU machine, with the tilec of scripts/portable-tilec.sh:
+#
+#   here:    scripts/build.sh && scripts/portable-tilec.sh
+#   there:   OUT=$OUT scripts/tune-gpu.sh           (carry .portable/tilec.tar.xz)
+#
+# 1. LayerNorm (samples/layernorm.tile, D=768 bf16, M=65536): the copy reference and the kernel
+#    as written by tilec bench, then tilec tune over block_M x threads; the header it writes is
+#    built into tests/tune/layernorm_tuned.cpp, which checks it against a float64 reference and
+#    times it through the header's launch function.
+# 2. gemm_relu (tests/bench/kernels/gemm_relu_sweep.tile) at 4096^3: tilec tune over 16
+#    configurations, timed with `time`, next to tilec bench of the best configuration found by
+#    hand (docs/results.md: 128x256x64, 4 stages, 256 threads).
+# The log goes to stdout and $OUT/tune-gpu.txt; the records and the tuned header to $OUT.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-/tmp/tune-gpu}
+mkdir -p "$out"
+exec > >(tee "$out/tune-gpu.txt") 2>&1
+cuda=${CUDA_HOME:-/usr/local/cuda}
+export PATH=$cuda/bin:$PATH
+work=$(mktemp -d)
+tar -C "$work" -xJf "$root/.portable/tilec.tar.xz"
+tilec=$work/tilec/bin/tilec
+echo "== $(date -u +%FT%TZ) commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
+
+echo "== LayerNorm D=768 bf16 M=65536"
+"$tilec" bench --copy 100663296
+"$tilec" bench "$root/samples/layernorm.tile" --shape M=65536 --arg eps=1e-5 | tail -n +2
+mkdir -p "$work/ln"
+/usr/bin/time -f "tune wall %e s" "$tilec" tune "$root/samples/layernorm.tile" \
+  --space 'block_M=1,2,4,8,16;threads=128,256' --shapes 'M=65536;M=1024' --arg eps=1e-5 \
+  --record "$out/tune-layernorm.json" -o "$work/ln"
+cp "$work/ln/layernorm.h" "$out/layernorm-tuned.h"
+g++ -std=c++17 -O2 -Wall -Wextra -I"$work/ln" -I"$root/tests/gpu" -I"$cuda/include" \
+  "$root/tests/tune/layernorm_tuned.cpp" -o "$work/layernorm_tuned" -L"$cuda/lib64/stubs" -lcuda &&
+  "$work/layernorm_tuned"
+echo "-- again with the record: nothing is measured twice"
+/usr/bin/time -f "tune wall %e s" "$tilec" tune "$root/samples/layernorm.tile" \
+  --space 'block_M=1,2,4,8,16;threads=128,256' --shapes 'M=65536;M=1024' --arg eps=1e-5 \
+  --record "$out/tune-layernorm.json" | tail -3
+
+echo "== gemm_relu 4096^3: 16 configurations"
+/usr/bin/time -f "tune wall %e s" "$tilec" tune "$root/tests/bench/kernels/gemm_relu_sweep.tile" \
+  --space 'block_M=128,256;block_N=128,256;num_stages=3,4;threads=128,256' -D block_K=64 \
+  --shapes 'M=4096,N=4096,K=4096' --record "$out/tune-gemm.json"
+echo "-- the best configuration by hand"
+"$tilec" bench "$root/tests/bench/kernels/gemm_relu_sweep.tile" --shape M=4096,N=4096,K=4096 \
+  -D block_M=128 -D block_N=256 -D block_K=64 -D num_stages=4 -D threads=256 --reps 30 | tail -n +2
+rm -rf "$work"
