@@ -381,7 +381,7 @@ void printStepTimes(Session &s, const std::vector<std::unique_ptr<ArchRun>> &run
 } // namespace
 
 int compileAndUse(const DriverOptions &opts, std::ostream &out, std::ostream &err,
-                  const std::function<int(Compilation &)> &use) {
+                  const std::function<int(Compilation &)> &use, bool frontEndOnly) {
   Session s(err, opts);
   std::optional<std::vector<ArchRequest>> archs = parseArchs(s, opts.arch);
   if (!archs)
@@ -397,7 +397,7 @@ int compileAndUse(const DriverOptions &opts, std::ostream &out, std::ostream &er
   ArchRun run(opts, archs->front());
   run.opts.emit = {"cubin"};
   Compilation &c = *run.c;
-  bool ok = runPipeline(c, 0, compilePipeline().size(), out);
+  bool ok = runPipeline(c, 0, frontEndOnly ? kCheckPasses : compilePipeline().size(), out);
   s.print(run.diags);
   int status = s.flush();
   if (opts.timePasses)

@@ -103,8 +103,10 @@ std::string formatStepTimes(const std::vector<std::pair<std::string, double>> &t
 /// output (for `tilec bench` and `tilec tune`), printing diagnostics as `tilec compile` does
 /// (-w, -Werror, --color), then calls `use` with the finished compilation. Returns 1 after an
 /// error, else what `use` returns.
+/// With `frontEndOnly`, only the passes `tilec check` runs (parse and sema: c.program is set,
+/// nothing after it).
 int compileAndUse(const DriverOptions &opts, std::ostream &out, std::ostream &err,
-                  const std::function<int(Compilation &)> &use);
+                  const std::function<int(Compilation &)> &use, bool frontEndOnly = false);
 
 /// Whether `path` names thread IR text (.thir), which enters the pipeline after
 /// lower-to-thread-ir (docs/thread-ir.md).

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <mutex>
 #include <ostream>
 #include <sstream>
 #include <thread>
@@ -26,6 +27,25 @@ int fail(std::ostream &err, const std::string &message) {
   err << "tilec: error: " << message << "\n";
   return 1;
 }
+
+/// A one-line progress report on stderr while tune works, only when stderr is a terminal (the
+/// line is rewritten in place and cleared at the end).
+class Progress {
+public:
+  explicit Progress(std::ostream &err) : err_(err), on_(::isatty(STDERR_FILENO) != 0) {}
+  ~Progress() { show(""); }
+  void show(const std::string &text) {
+    if (!on_)
+      return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    err_ << "\r\033[K" << text << std::flush;
+  }
+
+private:
+  std::ostream &err_;
+  bool on_;
+  std::mutex mutex_;
+};
 
 /// One point of the space after compiling it.
 struct Compiled {
@@ -52,9 +72,9 @@ std::string firstError(const std::string &text) {
 /// Compiles every variant, `jobs` at a time: each is a whole compilation of its own (its own
 /// sources, diagnostics and LLVM context), so they share nothing.
 std::vector<Compiled> compileAll(const TuneOptions &opts, const std::string &arch,
-                                 const std::vector<bench::Variant> &variants) {
+                                 const std::vector<bench::Variant> &variants, Progress &progress) {
   std::vector<Compiled> out(variants.size());
-  std::atomic<size_t> next{0};
+  std::atomic<size_t> next{0}, done{0};
   auto worker = [&]() {
     for (size_t i = next++; i < variants.size(); i = next++) {
       Compiled &c = out[i];
@@ -78,6 +98,7 @@ std::vector<Compiled> compileAll(const TuneOptions &opts, const std::string &arc
       c.warnings = serr.str();
       if (!c.ok)
         c.reason = firstError(serr.str());
+      progress.show(fmt::format("[compiled {}/{}]", ++done, variants.size()));
     }
   };
   unsigned jobs = opts.jobs > 0 ? static_cast<unsigned>(opts.jobs)
@@ -142,15 +163,11 @@ std::string rateText(const bench::Measurement &m) {
   return "";
 }
 
-} // namespace
-
-int runTune(const TuneOptions &opts, std::ostream &out, std::ostream &err) {
-  if (opts.compile.input.empty())
-    return fail(err, "tune needs a .tile file");
+int runTuneWith(const TuneOptions &opts, std::ostream &out, std::ostream &err) {
   if (opts.space.empty())
-    return fail(err, "tune needs --space NAME=V1,V2;...");
+    return fail(err, "tune needs --space NAME=V1,V2;... (or @tune(space=...) on the kernel)");
   if (opts.shapes.empty())
-    return fail(err, "tune needs --shapes 'NAME=V,...;...' (one or more shapes to tune for)");
+    return fail(err, "tune needs --shapes 'NAME=V,...;...' (or @tune(shapes=...) on the kernel)");
   for (const bench::Knob &k : opts.space)
     if (opts.compile.defines.count(k.name))
       return fail(err, fmt::format("--space '{}' is also fixed by -D", k.name));
@@ -173,7 +190,9 @@ int runTune(const TuneOptions &opts, std::ostream &out, std::ostream &err) {
   }
 
   std::vector<bench::Variant> variants = bench::enumerate(opts.space);
-  std::vector<Compiled> compiled = compileAll(opts, arch, variants);
+  Progress progress(err);
+  std::vector<Compiled> compiled = compileAll(opts, arch, variants, progress);
+  progress.show("");
   // A knob that names nothing is a typo, not a dimension of the search.
   for (const Compiled &c : compiled)
     if (size_t at = c.warnings.find("matches no constant"); at != std::string::npos) {
@@ -243,15 +262,19 @@ int runTune(const TuneOptions &opts, std::ostream &out, std::ostream &err) {
     std::vector<std::vector<unsigned char>> reference;
     std::vector<DType> referenceTypes;
     std::string referenceName;
+    size_t ran = 0;
     for (const Compiled &c : compiled) {
       if (!c.ok)
         continue;
+      progress.show(
+          fmt::format("[shape {}/{}, variant {}] {}", s + 1, opts.shapes.size(), ++ran, c.name));
       bench::Measurement m;
       m.variant = c.name;
       m.shape = shapeNames[s];
       if (const bench::Measurement *old =
               reuse ? bench::findMeasurement(*previous, c.name, m.shape) : nullptr) {
         m = *old;
+        progress.show("");
         out << fmt::format("  {:<48} {}\n", c.name,
                            m.status == "ok" ? fmt::format("{:>10.2f} us  {} (recorded)",
                                                           m.timing.median, rateText(m))
@@ -296,6 +319,7 @@ int runTune(const TuneOptions &opts, std::ostream &out, std::ostream &err) {
           }
         }
       }
+      progress.show("");
       if (m.status == "ok")
         out << fmt::format(
             "  {:<48} {:>10.2f} us  {}{}\n", c.name, m.timing.median, rateText(m),
@@ -350,6 +374,46 @@ int runTune(const TuneOptions &opts, std::ostream &out, std::ostream &err) {
                        used.size() == 1 ? "" : "s");
   }
   return 0;
+}
+
+} // namespace
+
+int runTune(const TuneOptions &opts, std::ostream &out, std::ostream &err) {
+  if (opts.compile.input.empty())
+    return fail(err, "tune needs a .tile file");
+  TuneOptions declared;
+  if (opts.space.empty() || opts.shapes.empty()) {
+    // What the command line leaves out may come from the kernel's @tune decorator.
+    declared = opts;
+    DriverOptions front = opts.compile;
+    front.arch = front.arch.empty() ? target::defaultTarget().arch : front.arch;
+    int status = compileAndUse(
+        front, out, err,
+        [&](Compilation &c) {
+          std::string error;
+          std::optional<size_t> k = pickKernel(*c.program, opts.kernel, error);
+          if (!k)
+            return fail(err, error);
+          const std::optional<tile::TuneDecl> &decl = c.program->kernels[*k].tune;
+          auto report = [&](SourceLoc loc, const std::string &message) {
+            c.diags.error(loc, message);
+            err << c.diags.render(c.diags.diagnostics().back());
+            return 1;
+          };
+          if (declared.space.empty() && decl && !decl->space.empty() &&
+              !bench::parseSpace(decl->space, declared.space, error))
+            return report(decl->spaceLoc, "@tune(space=...): " + error);
+          if (declared.shapes.empty() && decl && !decl->shapes.empty() &&
+              !bench::parseShapes(decl->shapes, declared.shapes, error))
+            return report(decl->shapesLoc, "@tune(shapes=...): " + error);
+          return 0;
+        },
+        /*frontEndOnly=*/true);
+    if (status != 0)
+      return status;
+    return runTuneWith(declared, out, err);
+  }
+  return runTuneWith(opts, out, err);
 }
 
 } // namespace tilec::driver

@@ -116,6 +116,8 @@ private:
   void defineConst(const ast::ConstDecl &c, ModuleScope &scope);
   std::optional<Value> parseDefine(const std::string &name, const std::string &text, SourceLoc loc);
   std::optional<tile::Kernel> analyzeKernel(const ast::FuncDef &def, const ModuleScope &scope);
+  /// @tune(space="...", shapes="..."): both string literals, kept as written.
+  std::optional<tile::TuneDecl> tuneDecl(const ast::Decorator &d);
   bool analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope);
 
   // ---- SemaExpr.cpp

@@ -200,12 +200,16 @@ bool Sema::loadModule(const ast::Module &m, ModuleScope &scope) {
           isKernel = true;
         else if (d.name == "macro" || d.name == "T.macro")
           isMacro = true;
-        else
-          diags_.error(d.loc,
-                       fmt::format("unknown decorator '@{}'; expected @kernel or @macro", d.name));
+        else if (d.name != "tune")
+          diags_.error(
+              d.loc,
+              fmt::format("unknown decorator '@{}'; expected @kernel, @macro or @tune", d.name));
         if (d.name == "macro" && d.call)
           diags_.error(d.loc, "@macro takes no arguments");
       }
+      for (const ast::Decorator &d : f->decorators)
+        if (d.name == "tune" && !isKernel)
+          diags_.error(d.loc, "@tune applies to a @kernel");
       if (isKernel && isMacro) {
         diags_.error(f->loc, "a function cannot be both @kernel and @macro");
       } else if (isKernel) {
@@ -443,6 +447,36 @@ bool Sema::analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope)
   return true;
 }
 
+std::optional<tile::TuneDecl> Sema::tuneDecl(const ast::Decorator &d) {
+  if (!d.call || !d.call->args.empty() || d.call->kwargs.empty()) {
+    diags_.error(d.loc, "@tune takes keyword arguments: @tune(space=\"block_M=64,128;...\", "
+                        "shapes=\"M=4096,N=4096;...\")");
+    return std::nullopt;
+  }
+  tile::TuneDecl t;
+  bool ok = true;
+  for (const ast::KeywordArg &kw : d.call->kwargs) {
+    auto *s = std::get_if<ast::StringLit>(&kw.value->node);
+    if (kw.name != "space" && kw.name != "shapes") {
+      diags_.error(kw.loc, fmt::format("unknown @tune argument '{}' (it takes space= and shapes=)",
+                                       kw.name));
+      ok = false;
+    } else if (!s || s->value.empty()) {
+      diags_.error(kw.value->loc(), fmt::format("@tune({}=...) takes a non-empty string", kw.name));
+      ok = false;
+    } else if (kw.name == "space") {
+      t.space = s->value;
+      t.spaceLoc = kw.value->loc();
+    } else {
+      t.shapes = s->value;
+      t.shapesLoc = kw.value->loc();
+    }
+  }
+  if (!ok)
+    return std::nullopt;
+  return t;
+}
+
 std::optional<tile::Kernel> Sema::analyzeKernel(const ast::FuncDef &def,
                                                 const ModuleScope &module) {
   tile::Kernel k;
@@ -456,6 +490,10 @@ std::optional<tile::Kernel> Sema::analyzeKernel(const ast::FuncDef &def,
   scope.module = &module;
 
   for (const ast::Decorator &d : def.decorators) {
+    if (d.name == "tune") {
+      k.tune = tuneDecl(d);
+      continue;
+    }
     if (d.name != "kernel" || !d.call)
       continue;
     if (!d.call->args.empty())

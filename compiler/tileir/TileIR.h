@@ -255,6 +255,13 @@ struct Param {
   VarPtr scalar;    // Scalar
 };
 
+/// @tune(space="...", shapes="..."): what `tilec tune` searches when its command line names no
+/// space or shapes, as written (the tuner parses it; docs/bench.md).
+struct TuneDecl {
+  std::string space, shapes;
+  SourceLoc spaceLoc, shapesLoc;
+};
+
 struct Kernel {
   std::string name;    // exported symbol
   std::string defName; // name of the def in the source
@@ -268,6 +275,7 @@ struct Kernel {
   SourceLoc kernelLoc;            // the `with Kernel(...)`
   std::vector<BufferPtr> buffers; // every allocation, in program order
   Body body;
+  std::optional<TuneDecl> tune;
 };
 
 struct Program {
