@@ -9,7 +9,9 @@
 #   there:   OUT=$OUT scripts/bench-tilec-vs-scripts.sh     (carry .portable, .bench, .gpu)
 #
 # The log goes to stdout and $OUT/bench-tilec.txt. Both sides time back to back without an L2
-# flush (as the scripts do), then tilec bench once more with its default flush.
+# flush (as the scripts do), then tilec bench once more with its default flush. SECTIONS picks
+# what runs (default "copy gemm memory attention"; attention needs .bench-attention, built by
+# scripts/bench-attention.sh build, and compares with scripts/bench_attention.py).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 log=${OUT:-/tmp}/bench-tilec.txt
@@ -30,9 +32,15 @@ bench() { # FILE ARGS...: tilec bench, back to back and then with the L2 flushed
   "$tilec" bench "$root/$1" "${@:2}" --reps "$reps" | tail -n +2
 }
 
+sections=${SECTIONS:-copy gemm memory attention}
+has() { [[ " $sections " == *" $1 "* ]]; }
+
+if has copy; then
 echo "== device copy"
 "$tilec" bench --copy 1GiB --reps "$reps"
+fi
 
+if has gemm; then
 echo "== GEMM: scripts/bench-gemm.sh cases at 4096^3 (the tilec column is the kernel through its header)"
 python3 "$root/scripts/bench_gemm.py" --bench "$root/.bench" --shapes 4096x4096x4096 \
   --cases '^(relu|relu_128x256x64_s4_t256|tn_scale|nt|fp8_nt|bias_gelu_128x256x64)$' --reps "$reps"
@@ -43,14 +51,26 @@ bench tests/bench/kernels/gemm_tn_scale.tile --shape $shape4k --arg alpha=0.5
 bench tests/bench/kernels/gemm_nt.tile --shape $shape4k
 bench tests/bench/kernels/gemm_fp8.tile --shape $shape4k
 bench samples/gemm_bias_gelu.tile --shape $shape4k -D block_N=256 -D block_K=64
+fi
 
+if has memory; then
 echo "== memory-bound: the GPU tests' own timings, then tilec bench at their sizes"
 "$root/scripts/gpu-test.sh" run vector_add_gpu rmsnorm_silu_gpu softmax_gpu 2>&1 | grep -E "RESULT|GB/s|PASS|FAIL"
 bench samples/vector_add.tile --shape N=67108864
 bench samples/rmsnorm_silu.tile --shape M=65536 --arg eps=1e-6
 bench samples/softmax.tile --shape M=65536
 
-echo "== attention and MLA (smoke: every parameter kind through the runner)"
-bench samples/flash_attention.tile --shape B=8,S=4096,H=16 --json | grep -E '"(name|tflops|median)"'
+fi
+
+if has attention; then
+echo "== attention: scripts/bench-attention.sh cases (the tilec column is the kernel through its header)"
+python3 "$root/scripts/bench_attention.py" --bench "$root/.bench-attention" --shapes 8x16x4096,8x16x1024 \
+  --cases '^(fa_fp16_d128|fa_fp16_d128_causal|fa_bf16_d64_causal)$' --reps "$reps"
+for shape in B=8,H=16,S=4096 B=8,H=16,S=1024; do
+  bench samples/flash_attention.tile --shape $shape
+  bench samples/flash_attention.tile --shape $shape -D causal=True
+  bench samples/flash_attention.tile --shape $shape -D causal=True -D D=64 -D dtype=bfloat16
+done
 bench samples/mla_decode.tile --shape batch=64,seqlen_kv=4096
+fi
 rm -rf "$work"

@@ -11,7 +11,10 @@
 # 2. gemm_relu (tests/bench/kernels/gemm_relu_sweep.tile) at 4096^3: tilec tune over 16
 #    configurations, timed with `time`, next to tilec bench of the best configuration found by
 #    hand (docs/results.md: 128x256x64, 4 stages, 256 threads).
+# 3. gemm_relu.tile as written (its threads fixed at 128) over 18 configurations of block_M,
+#    block_N and num_stages, next to tilec bench of the program as written.
 # The log goes to stdout and $OUT/tune-gpu.txt; the records and the tuned header to $OUT.
+# SECTIONS picks what runs (default "layernorm gemm gemm-as-written").
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp/tune-gpu}
@@ -25,6 +28,10 @@ tilec=$work/tilec/bin/tilec
 echo "== $(date -u +%FT%TZ) commit $(git -C "$root" rev-parse --short HEAD 2>/dev/null)"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 
+sections=${SECTIONS:-layernorm gemm gemm-as-written}
+has() { [[ " $sections " == *" $1 "* ]]; }
+
+if has layernorm; then
 echo "== LayerNorm D=768 bf16 M=65536"
 "$tilec" bench --copy 100663296
 "$tilec" bench "$root/samples/layernorm.tile" --shape M=65536 --arg eps=1e-5 | tail -n +2
@@ -41,6 +48,9 @@ echo "-- again with the record: nothing is measured twice"
   --space 'block_M=1,2,4,8,16;threads=128,256' --shapes 'M=65536;M=1024' --arg eps=1e-5 \
   --record "$out/tune-layernorm.json" | tail -3
 
+fi
+
+if has gemm; then
 echo "== gemm_relu 4096^3: 16 configurations"
 /usr/bin/time -f "tune wall %e s" "$tilec" tune "$root/tests/bench/kernels/gemm_relu_sweep.tile" \
   --space 'block_M=128,256;block_N=128,256;num_stages=3,4;threads=128,256' -D block_K=64 \
@@ -48,4 +58,14 @@ echo "== gemm_relu 4096^3: 16 configurations"
 echo "-- the best configuration by hand"
 "$tilec" bench "$root/tests/bench/kernels/gemm_relu_sweep.tile" --shape M=4096,N=4096,K=4096 \
   -D block_M=128 -D block_N=256 -D block_K=64 -D num_stages=4 -D threads=256 --reps 30 | tail -n +2
+fi
+
+if has gemm-as-written; then
+echo "== samples/gemm_relu.tile 4096^3 (128 threads as written): 18 configurations"
+/usr/bin/time -f "tune wall %e s" "$tilec" tune "$root/samples/gemm_relu.tile" \
+  --space 'block_M=64,128,256;block_N=64,128,256;num_stages=3,4' \
+  --shapes 'M=4096,N=4096,K=4096' --record "$out/tune-gemm-as-written.json"
+echo "-- as written"
+"$tilec" bench "$root/samples/gemm_relu.tile" --shape M=4096,N=4096,K=4096 --reps 30 | tail -n +2
+fi
 rm -rf "$work"
