@@ -8,6 +8,7 @@
 #include "bench/Workload.h"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,11 @@ public:
 private:
   Runner() = default;
   bool check(cu::Result r, std::string_view what, std::string &error) const;
+  /// Times opts.reps calls of `enqueue` (each between two events, the L2 flushed before each
+  /// unless opts.flushL2 is off); `what` names it in an error.
+  std::optional<Timing> timeRepeated(const std::function<cu::Result()> &enqueue,
+                                     std::string_view what, const RunOptions &opts,
+                                     std::string &error);
 
   std::unique_ptr<cu::Driver> cu_;
   cu::Device dev_ = 0;

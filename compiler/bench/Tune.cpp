@@ -1,5 +1,7 @@
 #include "bench/Tune.h"
 
+#include "bench/Text.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,26 +12,6 @@
 namespace tilec::bench {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
-
-std::vector<std::string_view> split(std::string_view text, char sep) {
-  std::vector<std::string_view> out;
-  size_t start = 0;
-  while (true) {
-    size_t end = text.find(sep, start);
-    out.push_back(trim(text.substr(start, end == std::string_view::npos ? end : end - start)));
-    if (end == std::string_view::npos)
-      return out;
-    start = end + 1;
-  }
-}
 
 double halfToDouble(uint16_t h) {
   int sign = h >> 15, exp = (h >> 10) & 31, man = h & 1023;

@@ -1,5 +1,7 @@
 #include "bench/Workload.h"
 
+#include "bench/Text.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -12,14 +14,6 @@
 namespace tilec::bench {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t'))
-    s.remove_suffix(1);
-  return s;
-}
 
 std::optional<int64_t> parseInt(std::string_view text) {
   std::string digits;

@@ -5,6 +5,7 @@
 #include "driver/Tune.h"
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -140,21 +141,30 @@ int main(int argc, char **argv) {
   CLI::App *benchCmd =
       app.add_subcommand("bench", "compile, then time the kernels on the GPU (Driver API)");
   addCommon(benchCmd);
-  benchCmd->add_option("--arch", benchArch, "target GPU architecture (default: the device's)");
+  // What bench and tune share: the target, the arguments, and how launches are timed.
+  auto addRunOptions = [](CLI::App *cmd, std::string &arch, std::vector<std::string> &args,
+                          std::string &kernel, tilec::bench::RunOptions &run, bool &noFlush,
+                          int &device) {
+    cmd->add_option("--arch", arch, "target GPU architecture (default: the device's)");
+    cmd->add_option("--arg", args, "NAME=VALUE[,...]: scalar parameters (default 1)")
+        ->allow_extra_args(false);
+    cmd->add_option("--kernel", kernel,
+                    "the kernel to time (default: every kernel for bench, "
+                    "the only one for tune)");
+    cmd->add_option("--warmup", run.warmup,
+                    fmt::format("launches before timing (default {})", run.warmup))
+        ->check(CLI::Range(1, 100000));
+    cmd->add_option("--reps", run.reps, fmt::format("timed launches (default {})", run.reps))
+        ->check(CLI::Range(1, 100000));
+    cmd->add_option("--seed", run.seed, "seed of the inputs' pseudo-random values");
+    cmd->add_flag("--no-flush", noFlush, "do not flush the L2 cache before each launch");
+    cmd->add_option("--device", device, "CUDA device ordinal (default 0)");
+  };
+  addRunOptions(benchCmd, benchArch, benchArgs, bench.kernel, bench.run, noFlush, bench.device);
   benchCmd
       ->add_option("--shape", benchShapes,
                    "NAME=VALUE[,NAME=VALUE...]: the symbolic dimensions (M=4096,N=4096)")
       ->allow_extra_args(false);
-  benchCmd->add_option("--arg", benchArgs, "NAME=VALUE[,...]: scalar parameters (default 1)")
-      ->allow_extra_args(false);
-  benchCmd->add_option("--kernel", bench.kernel, "time only this kernel");
-  benchCmd->add_option("--warmup", bench.run.warmup, "launches before timing (default 10)")
-      ->check(CLI::Range(1, 100000));
-  benchCmd->add_option("--reps", bench.run.reps, "timed launches (default 100)")
-      ->check(CLI::Range(1, 100000));
-  benchCmd->add_option("--seed", bench.run.seed, "seed of the inputs' pseudo-random values");
-  benchCmd->add_flag("--no-flush", noFlush, "do not flush the L2 cache before each launch");
-  benchCmd->add_option("--device", bench.device, "CUDA device ordinal (default 0)");
   benchCmd->add_option("--flops", benchFlops,
                        "FLOPs of one launch, for TFLOP/s (default: counted from the gemms)");
   benchCmd->add_option("--bytes", benchBytes,
@@ -179,17 +189,7 @@ int main(int argc, char **argv) {
                       "the constants to vary: 'block_M=64,128;block_N=128,256;num_stages=3,4'");
   tuneCmd->add_option("--shapes", tuneShapes,
                       "the shapes to tune for: 'M=4096,N=4096,K=4096;M=8192,N=8192,K=8192'");
-  tuneCmd->add_option("--arch", tuneArch, "target GPU architecture (default: the device's)");
-  tuneCmd->add_option("--arg", tuneArgs, "NAME=VALUE[,...]: scalar parameters (default 1)")
-      ->allow_extra_args(false);
-  tuneCmd->add_option("--kernel", tune.kernel, "the kernel to time, when there are several");
-  tuneCmd->add_option("--warmup", tune.run.warmup, "launches before timing (default 5)")
-      ->check(CLI::Range(1, 100000));
-  tuneCmd->add_option("--reps", tune.run.reps, "timed launches per variant (default 30)")
-      ->check(CLI::Range(1, 100000));
-  tuneCmd->add_option("--seed", tune.run.seed, "seed of the inputs' pseudo-random values");
-  tuneCmd->add_flag("--no-flush", tuneNoFlush, "do not flush the L2 cache before each launch");
-  tuneCmd->add_option("--device", tune.device, "CUDA device ordinal (default 0)");
+  addRunOptions(tuneCmd, tuneArch, tuneArgs, tune.kernel, tune.run, tuneNoFlush, tune.device);
   tuneCmd->add_option("--jobs,-j", tune.jobs, "parallel compiles (default: one per core)")
       ->check(CLI::Range(1, 256));
   tuneCmd->add_option("--record", tune.record,
@@ -216,12 +216,28 @@ int main(int argc, char **argv) {
     std::cout << tilec::driver::printPipeline();
     return 0;
   }
-  if (tuneCmd->parsed()) {
+  // -D values, and NAME=VALUE lists of one option into `out`; false after printing the error.
+  auto parseDefines = [&]() {
     for (const std::string &d : defines)
       if (!parseDefine(d, opts)) {
         std::cerr << "tilec: error: -D expects NAME=VALUE, got '" << d << "'\n";
-        return 1;
+        return false;
       }
+    return true;
+  };
+  auto parseLists = [](const std::vector<std::string> &lists, tilec::bench::Assignments &out,
+                       const char *option) {
+    std::string error;
+    for (const std::string &list : lists)
+      if (!tilec::bench::parseAssignments(list, out, error)) {
+        std::cerr << "tilec: error: " << option << ": " << error << "\n";
+        return false;
+      }
+    return true;
+  };
+  if (tuneCmd->parsed()) {
+    if (!parseDefines())
+      return 1;
     if (inputs.size() != 1) {
       std::cerr << "tilec: error: tune takes one .tile file\n";
       return 1;
@@ -235,11 +251,8 @@ int main(int argc, char **argv) {
       std::cerr << "tilec: error: --shapes: " << error << "\n";
       return 1;
     }
-    for (const std::string &s : tuneArgs)
-      if (!tilec::bench::parseAssignments(s, tune.args, error)) {
-        std::cerr << "tilec: error: --arg: " << error << "\n";
-        return 1;
-      }
+    if (!parseLists(tuneArgs, tune.args, "--arg"))
+      return 1;
     tune.run.flushL2 = !tuneNoFlush;
     opts.arch = tuneArch;
     opts.input = inputs.front();
@@ -254,26 +267,15 @@ int main(int argc, char **argv) {
     }
   }
   if (benchCmd->parsed()) {
-    for (const std::string &d : defines)
-      if (!parseDefine(d, opts)) {
-        std::cerr << "tilec: error: -D expects NAME=VALUE, got '" << d << "'\n";
-        return 1;
-      }
+    if (!parseDefines())
+      return 1;
     if (inputs.size() > 1) {
       std::cerr << "tilec: error: bench takes one .tile file\n";
       return 1;
     }
-    std::string error;
-    for (const std::string &s : benchShapes)
-      if (!tilec::bench::parseAssignments(s, bench.shapes, error)) {
-        std::cerr << "tilec: error: --shape: " << error << "\n";
-        return 1;
-      }
-    for (const std::string &s : benchArgs)
-      if (!tilec::bench::parseAssignments(s, bench.args, error)) {
-        std::cerr << "tilec: error: --arg: " << error << "\n";
-        return 1;
-      }
+    if (!parseLists(benchShapes, bench.shapes, "--shape") ||
+        !parseLists(benchArgs, bench.args, "--arg"))
+      return 1;
     if (!benchBytes.empty()) {
       std::optional<uint64_t> n = tilec::bench::parseByteSize(benchBytes);
       if (!n) {
