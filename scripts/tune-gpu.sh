@@ -14,6 +14,8 @@
 # 3. gemm_relu.tile as written (its threads fixed at 128) over 18 configurations of block_M,
 #    block_N and num_stages, next to tilec bench of the program as written.
 # The log goes to stdout and $OUT/tune-gpu.txt; the records and the tuned header to $OUT.
+# 4. rmsnorm-two-pass (not in the default): the two-pass RMSNorm+SiLU of issue 9 at M=302400 and
+#    C=160, 320, 640 over block_M x block_C x num_stages x threads, next to a copy of X's bytes.
 # SECTIONS picks what runs (default "layernorm gemm gemm-as-written").
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -67,5 +69,15 @@ echo "== samples/gemm_relu.tile 4096^3 (128 threads as written): 18 configuratio
   --shapes 'M=4096,N=4096,K=4096' --record "$out/tune-gemm-as-written.json"
 echo "-- as written"
 "$tilec" bench "$root/samples/gemm_relu.tile" --shape M=4096,N=4096,K=4096 --reps 30 | tail -n +2
+fi
+if has rmsnorm-two-pass; then
+echo "== two-pass RMSNorm+SiLU, M=302400"
+for C in 160 320 640; do
+  "$tilec" bench --copy $((302400 * C * 2)) --reps 30 | tail -n +2
+done
+/usr/bin/time -f "tune wall %e s" "$tilec" tune "$root/tests/gpu/kernels/rmsnorm_two_pass.tile" \
+  --space 'block_M=16,32,64;block_C=32,64,128;num_stages=3,4;threads=128,256' \
+  --shapes 'M=302400,C=160;M=302400,C=320;M=302400,C=640' --arg eps=1e-6 \
+  --record "$out/tune-rmsnorm-two-pass.json"
 fi
 rm -rf "$work"

@@ -222,10 +222,67 @@ std::string Runner::arch() const {
   return "sm_80";
 }
 
+TensorSet::~TensorSet() {
+  for (const Entry &e : entries_) {
+    if (e.live)
+      cu_->memFree(e.live);
+    if (e.pristine)
+      cu_->memFree(e.pristine);
+  }
+}
+
+bool TensorSet::fits(const Launch &launch) const {
+  if (launch.tensors.size() != entries_.size())
+    return false;
+  for (size_t t = 0; t < entries_.size(); ++t)
+    if (launch.tensors[t].dtype != entries_[t].dtype ||
+        launch.tensors[t].bytes != entries_[t].bytes)
+      return false;
+  return true;
+}
+
+std::unique_ptr<TensorSet> Runner::prepare(const Launch &launch, const RunOptions &opts,
+                                           bool keepPristine, std::string &error) {
+  const cu::Driver &cu = *cu_;
+  std::unique_ptr<TensorSet> set(new TensorSet());
+  set->cu_ = &cu;
+  // Each tensor its own stream of values, a function of the seed and its position.
+  for (size_t t = 0; t < launch.tensors.size(); ++t) {
+    const TensorArg &arg = launch.tensors[t];
+    TensorSet::Entry &e = set->entries_.emplace_back(TensorSet::Entry{arg.dtype, arg.bytes});
+    uint64_t bytes = std::max<uint64_t>(arg.bytes, 1);
+    if (!check(cu.memAlloc(&e.live, bytes),
+               fmt::format("allocating {} bytes for tensor '{}'", arg.bytes, arg.name), error) ||
+        (keepPristine && !check(cu.memAlloc(&e.pristine, bytes),
+                                fmt::format("allocating a copy of tensor '{}'", arg.name), error)))
+      return nullptr;
+    uint64_t elements = arg.bytes / static_cast<uint64_t>(dtypeBytes(arg.dtype));
+    std::vector<unsigned char> host = randomContents(arg.dtype, elements, opts.seed * 1000003 + t);
+    if (!check(cu.memcpyHtoD(e.live, host.data(), host.size()), "filling a tensor", error) ||
+        (keepPristine &&
+         !check(cu.memcpyHtoD(e.pristine, host.data(), host.size()), "filling a tensor", error)))
+      return nullptr;
+  }
+  return set;
+}
+
 std::optional<RunResult> Runner::run(const Launch &launch, std::string_view image,
                                      const RunOptions &opts, bool captureOutputs,
                                      std::string &error) {
+  std::unique_ptr<TensorSet> tensors = prepare(launch, opts, false, error);
+  if (!tensors)
+    return std::nullopt;
+  return run(launch, image, *tensors, opts, captureOutputs, error);
+}
+
+std::optional<RunResult> Runner::run(const Launch &launch, std::string_view image,
+                                     TensorSet &tensors, const RunOptions &opts,
+                                     bool captureOutputs, std::string &error) {
   const cu::Driver &cu = *cu_;
+  if (!tensors.fits(launch)) {
+    error = "internal: the tensors prepared do not fit this launch";
+    return std::nullopt;
+  }
   const thir::Kernel &k = *launch.kernel;
   // PTX text must end in a NUL for cuModuleLoadData; a cubin is passed as is.
   std::string owned(image);
@@ -263,22 +320,14 @@ std::optional<RunResult> Runner::run(const Launch &launch, std::string_view imag
     return std::nullopt;
   }
 
-  // Tensors, filled with seeded contents (each tensor its own stream of values).
-  std::vector<std::unique_ptr<DeviceBuffer>> buffers;
+  // The tensors as filled: an earlier run on them may have written its outputs.
   std::vector<cu::DevicePtr> tensorPtr(k.params.size(), 0);
   for (size_t t = 0; t < launch.tensors.size(); ++t) {
-    const TensorArg &arg = launch.tensors[t];
-    auto buf = std::make_unique<DeviceBuffer>();
-    buf->cu = &cu;
-    if (!check(cu.memAlloc(&buf->ptr, std::max<uint64_t>(arg.bytes, 1)),
-               fmt::format("allocating {} bytes for tensor '{}'", arg.bytes, arg.name), error))
+    const TensorSet::Entry &e = tensors.entries_[t];
+    if (e.pristine && !check(cu.memcpyDtoDAsync(e.live, e.pristine, e.bytes, nullptr),
+                             "restoring a tensor", error))
       return std::nullopt;
-    uint64_t elements = arg.bytes / static_cast<uint64_t>(dtypeBytes(arg.dtype));
-    std::vector<unsigned char> host = randomContents(arg.dtype, elements, opts.seed * 1000003 + t);
-    if (!check(cu.memcpyHtoD(buf->ptr, host.data(), host.size()), "filling a tensor", error))
-      return std::nullopt;
-    tensorPtr[arg.param] = buf->ptr;
-    buffers.push_back(std::move(buf));
+    tensorPtr[launch.tensors[t].param] = e.live;
   }
 
   // The argument array, parameter by parameter as the header's launch function builds it.
@@ -387,8 +436,8 @@ std::optional<RunResult> Runner::run(const Launch &launch, std::string_view imag
   if (captureOutputs)
     for (size_t t = 0; t < launch.tensors.size(); ++t) {
       std::vector<unsigned char> host(launch.tensors[t].bytes);
-      if (!check(cu.memcpyDtoH(host.data(), buffers[t]->ptr, host.size()), "reading a tensor",
-                 error))
+      if (!check(cu.memcpyDtoH(host.data(), tensors.entries_[t].live, host.size()),
+                 "reading a tensor", error))
         return std::nullopt;
       result.tensors.push_back(std::move(host));
     }

@@ -55,6 +55,29 @@ struct RunResult {
   std::vector<std::vector<unsigned char>> tensors;
 };
 
+/// The tensors of a launch on the device, filled once with the seeded contents, with a pristine
+/// copy beside them when asked: tune runs every variant of one shape on one set, each from the
+/// same contents, without filling them again.
+class TensorSet {
+public:
+  ~TensorSet();
+  TensorSet(const TensorSet &) = delete;
+  TensorSet &operator=(const TensorSet &) = delete;
+  /// Whether `launch` takes tensors of these dtypes and sizes, in this order.
+  bool fits(const Launch &launch) const;
+
+private:
+  friend class Runner;
+  TensorSet() = default;
+  struct Entry {
+    DType dtype;
+    uint64_t bytes;
+    cu::DevicePtr live = 0, pristine = 0;
+  };
+  const cu::Driver *cu_ = nullptr;
+  std::vector<Entry> entries_;
+};
+
 class Runner {
 public:
   /// Opens the driver and device `ordinal` (its primary context). nullptr and a one-line
@@ -68,7 +91,15 @@ public:
   /// The arch tilec compiles for to run on this device: sm_90a on 9.0, sm_80 on 8.x.
   std::string arch() const;
 
-  /// Loads `image` (a cubin, or PTX text that the driver compiles), then times `launch`.
+  /// Allocates the tensors of `launch` and fills them from opts.seed; with `keepPristine`, also
+  /// a copy of each that run() restores them from before its first launch.
+  std::unique_ptr<TensorSet> prepare(const Launch &launch, const RunOptions &opts,
+                                     bool keepPristine, std::string &error);
+  /// Loads `image` (a cubin, or PTX text that the driver compiles), then times `launch` on
+  /// `tensors` (which must fit it).
+  std::optional<RunResult> run(const Launch &launch, std::string_view image, TensorSet &tensors,
+                               const RunOptions &opts, bool captureOutputs, std::string &error);
+  /// The same on tensors of its own.
   std::optional<RunResult> run(const Launch &launch, std::string_view image, const RunOptions &opts,
                                bool captureOutputs, std::string &error);
   /// Times a device-to-device copy of `bytes` (cuMemcpyDtoDAsync), the bandwidth ceiling a

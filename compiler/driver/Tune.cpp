@@ -259,6 +259,8 @@ int runTuneWith(const TuneOptions &opts, std::ostream &out, std::ostream &err) {
   for (size_t s = 0; s < opts.shapes.size(); ++s) {
     const bench::Assignments &shape = opts.shapes[s];
     out << fmt::format("shape {}\n", shapeNames[s]);
+    // One set of tensors for every variant at this shape, filled once and restored before each.
+    std::unique_ptr<bench::TensorSet> tensors;
     std::vector<std::vector<unsigned char>> reference;
     std::vector<DType> referenceTypes;
     std::string referenceName;
@@ -288,7 +290,10 @@ int runTuneWith(const TuneOptions &opts, std::ostream &out, std::ostream &err) {
       std::optional<bench::RunResult> result;
       if (launch) {
         std::string_view image = c.cubin ? std::string_view(*c.cubin) : std::string_view(c.ptx);
-        result = runner->run(*launch, image, opts.run, true, error);
+        if (!tensors || !tensors->fits(*launch))
+          tensors = runner->prepare(*launch, opts.run, /*keepPristine=*/true, error);
+        if (tensors)
+          result = runner->run(*launch, image, *tensors, opts.run, true, error);
       }
       if (!result) {
         m.status = "dropped";
