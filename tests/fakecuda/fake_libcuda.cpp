@@ -4,6 +4,8 @@
 // FAKE_CUDA_ARGS kernel arguments (8 bytes each, as hex; tensor maps by their first 8 bytes).
 // FAKE_CUDA_NO_DEVICE=1 reports no device. FAKE_CUDA_TIME=blocks makes a launch of B blocks take
 // 0.001 * (1 + |B - 64|) ms, so that `tilec tune` picks different variants at different shapes.
+// FAKE_CUDA_WRITE=I makes each launch store its block count as a float32 into the first element
+// of kernel argument I (a tensor), so that variants of other grids disagree.
 // Only for tests/lit/bench.
 #include <cstdio>
 #include <cstdlib>
@@ -120,6 +122,12 @@ CUresult cuMemsetD32Async(CUdeviceptr dst, unsigned v, size_t n, Handle) {
 CUresult cuLaunchKernel(Handle, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                         unsigned bz, unsigned shared, Handle, void **args, void **) {
   lastBlocks = static_cast<unsigned long long>(gx) * gy * gz;
+  if (const char *w = std::getenv("FAKE_CUDA_WRITE")) {
+    CUdeviceptr p = 0;
+    std::memcpy(&p, args[std::atoi(w)], sizeof p);
+    float blocks = static_cast<float>(lastBlocks);
+    std::memcpy(reinterpret_cast<void *>(p), &blocks, sizeof blocks);
+  }
   static int printed = 0;
   if (printed++ == 0) { // the first launch only: the runner repeats it
     std::fprintf(stderr, "fake: launch grid %u %u %u block %u %u %u shared %u", gx, gy, gz, bx, by,
