@@ -2,6 +2,7 @@
 
 #include "bench/Report.h"
 #include "driver/Pipeline.h"
+#include "driver/Progress.h"
 
 #include <fmt/format.h>
 
@@ -97,8 +98,13 @@ int runBench(const BenchOptions &opts, std::ostream &out, std::ostream &err) {
         report.defines.emplace_back(name, value);
       // The cubin when ptxas made one for the device's own arch, else PTX for the driver.
       std::string_view image = c->cubin ? std::string_view(*c->cubin) : std::string_view(c->ptx);
-      for (const bench::Launch &l : launches) {
+      Progress progress(err);
+      for (size_t i = 0; i < launches.size(); ++i) {
+        const bench::Launch &l = launches[i];
+        progress.show(fmt::format("[kernel {}/{}] {}: {} launches", i + 1, launches.size(),
+                                  l.kernel->name, opts.run.warmup + opts.run.reps));
         std::optional<bench::RunResult> r = runner->run(l, image, opts.run, false, error);
+        progress.show("");
         if (!r)
           return fail(err, error);
         bench::KernelReport k;

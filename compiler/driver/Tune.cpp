@@ -3,6 +3,7 @@
 #include "bench/Report.h"
 #include "driver/HeaderGen.h"
 #include "driver/Pipeline.h"
+#include "driver/Progress.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
-#include <mutex>
 #include <ostream>
 #include <sstream>
 #include <thread>
@@ -27,25 +27,6 @@ int fail(std::ostream &err, const std::string &message) {
   err << "tilec: error: " << message << "\n";
   return 1;
 }
-
-/// A one-line progress report on stderr while tune works, only when stderr is a terminal (the
-/// line is rewritten in place and cleared at the end).
-class Progress {
-public:
-  explicit Progress(std::ostream &err) : err_(err), on_(::isatty(STDERR_FILENO) != 0) {}
-  ~Progress() { show(""); }
-  void show(const std::string &text) {
-    if (!on_)
-      return;
-    std::lock_guard<std::mutex> lock(mutex_);
-    err_ << "\r\033[K" << text << std::flush;
-  }
-
-private:
-  std::ostream &err_;
-  bool on_;
-  std::mutex mutex_;
-};
 
 /// One point of the space after compiling it.
 struct Compiled {
