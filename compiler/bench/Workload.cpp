@@ -500,8 +500,16 @@ std::optional<Launch> planLaunch(const tile::Kernel &tk, const thir::Kernel &k,
       uint64_t elems = 1;
       for (const tile::Expr &s : tp->tensor->shape) {
         auto v = evalTile(s, env);
-        if (!v || *v <= 0) {
+        const bool computed = !tile::asConstInt(s) && !std::holds_alternative<tile::VarRef>(s->op);
+        if (!v || (!computed && *v <= 0)) {
           error = fmt::format("the shape of tensor '{}' is not known from --shape", p.name);
+          return std::nullopt;
+        }
+        if (computed && (*v <= 0 || *v > INT32_MAX)) {
+          // A dimension computed from the others (`K // 2`) out of the range a launch accepts.
+          error = fmt::format("tensor '{}' would have a dimension {} = {} at these shapes: a "
+                              "dimension must be in 1 .. 2^31-1",
+                              p.name, tile::printBare(s), *v);
           return std::nullopt;
         }
         t.shape.push_back(*v);

@@ -437,6 +437,12 @@ void appendKernel(std::string &out, const KernelEntry &e, size_t index) {
   out += ") {\n";
   for (const ParamCode &c : code)
     out += c.setup;
+  // Tensor dimensions computed from the checked ones (its text is tilec's printing of an
+  // expression over identifiers: no quote or backslash to escape).
+  for (const thir::DimCheck &c : k.dimChecks)
+    out += fmt::format("  if (::CUresult tilec_r = ::tilec::rt::checkDim({}, \"{}\", \"{}\"); "
+                       "tilec_r != ::CUDA_SUCCESS)\n    return tilec_r;\n",
+                       host(c.value), k.name, c.what);
   out += fmt::format("  const ::tilec::rt::Grid tilec_grid = {}_info::grid(", fn);
   first = true;
   for (size_t i = 0; i < k.params.size(); ++i)

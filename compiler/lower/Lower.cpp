@@ -51,6 +51,21 @@ std::optional<thir::Kernel> KernelLowering::run() {
     if (!out_.grid[i])
       return std::nullopt;
   }
+  // Tensor dimensions computed from the symbolic ones are checked at launch like those.
+  for (const tile::Param &p : k_.params) {
+    if (p.kind != tile::ParamKind::Tensor)
+      continue;
+    for (size_t d = 0; d < p.tensor->shape.size(); ++d) {
+      const tile::Expr &e = p.tensor->shape[d];
+      if (tile::isImm(e) || std::holds_alternative<tile::VarRef>(e->op))
+        continue;
+      thir::Expr value = hostExpr(e);
+      if (!value)
+        return std::nullopt;
+      out_.dimChecks.push_back(
+          {value, fmt::format("{}'s dimension {} ({})", p.tensor->name, d, tile::printBare(e))});
+    }
+  }
   static constexpr thir::Special blockRegs[] = {thir::Special::BlockIdxX, thir::Special::BlockIdxY,
                                                 thir::Special::BlockIdxZ};
   for (const tile::VarPtr &b : k_.blockIndices) {

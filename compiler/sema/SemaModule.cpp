@@ -2,6 +2,7 @@
 #include "sema/SemaImpl.h"
 #include "syntax/Parser.h"
 #include "target/TargetInfo.h"
+#include "tileir/OpInterface.h"
 
 #include <fmt/format.h>
 
@@ -347,50 +348,84 @@ bool Sema::analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope)
     if (!dt)
       return false;
     std::vector<tile::Expr> shape;
-    for (const ast::Expr *d : dimExprs) {
-      auto *name = std::get_if<ast::Name>(&d->node);
-      // A free name is a symbolic dimension, shared by every shape that names it; so is a
-      // constant declared as dynamic("m"), which names the dimension m (under the constant's
-      // name in the kernel). -D gives either a value.
+    std::string definedName; // the last name bindName gave a -D value
+    // A free name is a symbolic dimension, shared by every shape that names it; so is a
+    // constant declared as dynamic("m"), which names the dimension m (under the constant's
+    // name in the kernel). -D gives either a value. Returns the dimension when `name` is one.
+    auto bindName = [&](const ast::Name &name, SourceLoc loc) -> std::optional<tile::Expr> {
       const DimVal *declared = nullptr;
-      if (name && !scope.names.count(name->id))
-        if (auto it = scope.module->names.find(name->id); it != scope.module->names.end())
+      if (!scope.names.count(name.id))
+        if (auto it = scope.module->names.find(name.id); it != scope.module->names.end())
           declared = std::get_if<DimVal>(&it->second);
-      bool known = name && !declared &&
-                   (scope.names.count(name->id) || scope.module->names.count(name->id) ||
-                    scope.module->failed.count(name->id));
-      const std::string dimName = declared ? declared->name : name ? name->id : std::string();
-      bool defined = name && !known && opts_.defines.count(dimName);
-      if (name && !known && !defined && (declared || !parseDType(name->id))) {
-        tile::VarPtr dim;
-        for (const tile::VarPtr &existing : k.dims)
-          if (existing->name == dimName)
-            dim = existing;
-        if (!dim) {
-          dim = newVar(dimName, DType::Int32, tile::VarKind::Dim, d->loc(),
-                       static_cast<int>(k.dims.size()));
-          k.dims.push_back(dim);
-        }
-        scope.names[name->id] = ExprVal{tile::varRef(dim, d->loc())};
-        shape.push_back(tile::varRef(dim, d->loc()));
-        continue;
-      }
-      if (defined) {
+      bool known = !declared && (scope.names.count(name.id) || scope.module->names.count(name.id) ||
+                                 scope.module->failed.count(name.id));
+      const std::string dimName = declared ? declared->name : name.id;
+      if (known || (!declared && parseDType(name.id)))
+        return std::nullopt;
+      if (opts_.defines.count(dimName)) {
         usedDefines_[dimName] = true;
-        auto v = parseDefine(dimName, opts_.defines.at(dimName), d->loc());
-        if (!v)
-          return false;
-        scope.names[name->id] = *v;
+        definedName = dimName;
+        if (auto v = parseDefine(dimName, opts_.defines.at(dimName), loc))
+          scope.names[name.id] = *v;
+        return std::nullopt;
       }
+      tile::VarPtr dim;
+      for (const tile::VarPtr &existing : k.dims)
+        if (existing->name == dimName)
+          dim = existing;
+      if (!dim) {
+        dim =
+            newVar(dimName, DType::Int32, tile::VarKind::Dim, loc, static_cast<int>(k.dims.size()));
+        k.dims.push_back(dim);
+      }
+      tile::Expr ref = tile::varRef(dim, loc);
+      scope.names[name.id] = ExprVal{ref};
+      return ref;
+    };
+    for (const ast::Expr *d : dimExprs) {
+      definedName.clear();
+      if (auto *name = std::get_if<ast::Name>(&d->node)) {
+        if (auto dim = bindName(*name, d->loc())) {
+          shape.push_back(*dim);
+          continue;
+        }
+      } else {
+        // A dimension computed from others (TileLang's `K // 2`, `ceildiv(K, group)`): the free
+        // names among its operands are symbolic dimensions too.
+        std::function<void(const ast::Expr &)> operands = [&](const ast::Expr &e) {
+          std::visit(tile::Overloaded{
+                         [&](const ast::Name &n) { bindName(n, e.loc()); },
+                         [&](const ast::Binary &b) {
+                           operands(*b.lhs);
+                           operands(*b.rhs);
+                         },
+                         [&](const ast::Unary &u) { operands(*u.operand); },
+                         [&](const ast::Call &c) {
+                           for (const ast::ExprPtr &a : c.args)
+                             operands(*a);
+                         },
+                         [&](const ast::Conditional &c) {
+                           operands(*c.cond);
+                           operands(*c.then);
+                           operands(*c.otherwise);
+                         },
+                         [](const auto &) {},
+                     },
+                     e.node);
+        };
+        operands(*d);
+      }
+      const bool defined = !definedName.empty() && std::holds_alternative<ast::Name>(d->node);
       auto v = eval(*d, scope);
       if (!v)
         return false;
       auto *ev = std::get_if<ExprVal>(&*v);
       if (!ev || isFloat(ev->expr->dtype) || ev->expr->dtype == DType::Bool) {
         if (defined)
-          diags_.error(d->loc(), fmt::format("-D {}={} gives the symbolic dimension '{}' a value "
-                                             "that is not an integer",
-                                             dimName, opts_.defines.at(dimName), dimName));
+          diags_.error(d->loc(),
+                       fmt::format("-D {}={} gives the symbolic dimension '{}' a value "
+                                   "that is not an integer",
+                                   definedName, opts_.defines.at(definedName), definedName));
         else
           diags_.error(d->loc(), "a tensor dimension must be an integer or a symbolic name");
         return false;
@@ -402,12 +437,22 @@ bool Sema::analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope)
           return false;
         }
         shape.push_back(tile::intImm(*c));
-      } else if (std::holds_alternative<tile::VarRef>(ev->expr->op)) {
-        shape.push_back(ev->expr);
-      } else {
-        diags_.error(d->loc(), "a tensor dimension must be a constant or a single symbolic name");
+        continue;
+      }
+      // Computed at launch from the symbolic dimensions the caller passes: nothing else may
+      // appear in it (a scalar parameter is not one of them).
+      const tile::Var *other = nullptr;
+      tile::forEachNode(ev->expr, [&](const tile::Node &n) {
+        if (auto *r = std::get_if<tile::VarRef>(&n.op); r && r->var->kind != tile::VarKind::Dim)
+          other = r->var.get();
+      });
+      if (other) {
+        diags_.error(d->loc(), fmt::format("a tensor dimension is computed from constants and "
+                                           "symbolic dimensions only, and '{}' is neither",
+                                           other->name));
         return false;
       }
+      shape.push_back(ev->expr);
     }
     // Element offsets are 64-bit: the constant part of the shape alone must fit (symbolic
     // dimensions are checked at launch).

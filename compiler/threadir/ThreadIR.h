@@ -388,6 +388,13 @@ struct Param {
   TensorMapInfo map;   // TensorMap only
 };
 
+/// A tensor dimension computed from the symbolic dimensions (`K // 2`): the launch checks that it
+/// is in 1 .. 2^31-1, as it checks the dimensions the caller passes.
+struct DimCheck {
+  Expr value;       // host-evaluable, Int64, as a grid expression
+  std::string what; // how the launch names it in an error: "B's dimension 1 (K // 2)"
+};
+
 struct Kernel {
   std::string name; // exported symbol
   std::vector<Param> params;
@@ -402,6 +409,7 @@ struct Kernel {
   /// Blocks that must fit on one SM together (launch bounds `.minnctapersm`); 0 leaves it to
   /// ptxas. With setmaxnreg it fixes the registers a thread holds at entry.
   int minBlocksPerSM = 0;
+  std::vector<DimCheck> dimChecks;
 };
 
 struct Module {

@@ -202,6 +202,23 @@ private:
     k.dynamicSharedBytes = intField("dynamic_smem");
     if (cur_.isIdent("blocks_per_sm"))
       k.minBlocksPerSM = intField("blocks_per_sm");
+    if (cur_.isIdent("checks")) {
+      advance();
+      expectPunct("=");
+      expectPunct("(");
+      do {
+        DimCheck c;
+        c.value = expr();
+        if (cur_.kind != TokKind::String)
+          error(cur_.loc, fmt::format("expected the name of a checked dimension (a string) but "
+                                      "found {}",
+                                      describe(cur_)));
+        c.what = cur_.text;
+        advance();
+        k.dimChecks.push_back(std::move(c));
+      } while (accept(","));
+      expectPunct(")");
+    }
     expectPunct("{");
     k.body = body();
     expectPunct("}");

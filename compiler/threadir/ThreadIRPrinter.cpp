@@ -42,10 +42,17 @@ private:
       lets_.clear();
       grid += fmt::format("{}{}", i ? ", " : "", k.grid[i] ? expr(k.grid[i]) : "none");
     }
-    out_ += fmt::format("kernel {}({}) threads={} grid=({}) dynamic_smem={}{} {{\n",
+    std::string checks;
+    for (const DimCheck &c : k.dimChecks) {
+      lets_.clear();
+      checks +=
+          fmt::format("{}{} {}", checks.empty() ? "" : ", ", expr(c.value), text::quoted(c.what));
+    }
+    out_ += fmt::format("kernel {}({}) threads={} grid=({}) dynamic_smem={}{}{} {{\n",
                         text::name(k.name), params, k.threads, grid, k.dynamicSharedBytes,
                         k.minBlocksPerSM ? fmt::format(" blocks_per_sm={}", k.minBlocksPerSM)
-                                         : std::string());
+                                         : std::string(),
+                        checks.empty() ? std::string() : fmt::format(" checks=({})", checks));
     body(k.body, 1);
     out_ += "}\n";
   }

@@ -146,6 +146,11 @@ private:
         node(g);
         requireType(g.get(), g, kInt64, "a grid expression");
       }
+    for (const DimCheck &c : k.dimChecks)
+      if (c.value && hostExpr(c.value)) {
+        node(c.value);
+        requireType(c.value.get(), c.value, kInt64, "a checked dimension");
+      }
     body(k.body);
   }
 

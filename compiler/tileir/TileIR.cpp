@@ -194,6 +194,18 @@ public:
 
 } // namespace
 
+std::string printBare(const Expr &e) {
+  std::string text = print(e);
+  // print() parenthesizes every operation: drop the pair when it encloses the whole text.
+  int depth = 0;
+  bool outer = text.size() > 2 && text.front() == '(';
+  for (size_t i = 0; outer && i + 1 < text.size(); ++i) {
+    depth += text[i] == '(' ? 1 : text[i] == ')' ? -1 : 0;
+    outer = depth > 0;
+  }
+  return outer ? text.substr(1, text.size() - 2) : text;
+}
+
 std::string print(const Expr &e) {
   if (!e)
     return "<null>";

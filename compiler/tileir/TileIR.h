@@ -293,5 +293,7 @@ std::optional<int64_t> asConstInt(const Expr &e);
 /// Human-readable dump for `--dump-after=tile-ir` and lit tests.
 std::string print(const Program &p);
 std::string print(const Expr &e);
+/// print(e) without the parentheses around the whole expression, for messages: `K // 2`.
+std::string printBare(const Expr &e);
 
 } // namespace tilec::tile
