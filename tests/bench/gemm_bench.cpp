@@ -142,7 +142,7 @@ CUresult launch(const Operands &o, const Shape &s) {
 #elif defined(BENCH_KIND_tn_scale)
   return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, o.alpha, s.K, s.M, s.N);
 #elif defined(BENCH_KIND_w4a16)
-  return BENCH_LAUNCH(nullptr, o.a, o.b, o.scales, o.c, s.M, s.K, s.N, s.K / 2, s.K / kGroup);
+  return BENCH_LAUNCH(nullptr, o.a, o.b, o.scales, o.c, s.M, s.K, s.N);
 #else
   return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, s.M, s.K, s.N);
 #endif

@@ -59,7 +59,7 @@ template <class Launch> int check(const char *config, Launch launch, const Probl
   const size_t outBytes = p.M * p.N * 2;
   DeviceBuffer da = upload(p.a), db = upload(p.packed), ds = upload(p.scales);
   DeviceBuffer dc = poisoned(outBytes + kSlackBytes);
-  CK(launch(nullptr, da, db, ds, dc, p.M, p.K, p.N, p.K / 2, p.K / kGroup));
+  CK(launch(nullptr, da, db, ds, dc, p.M, p.K, p.N));
   CK(cuCtxSynchronize());
   std::vector<float> got = halvesToFloats(download<uint16_t>(dc, p.M * p.N));
   ErrorStats e = relError(got, ref);
