@@ -13,8 +13,6 @@
 
 namespace tilec::bench {
 
-namespace {
-
 std::optional<int64_t> parseInt(std::string_view text) {
   std::string digits;
   for (char c : trim(text))
@@ -27,6 +25,8 @@ std::optional<int64_t> parseInt(std::string_view text) {
     return std::nullopt;
   return v;
 }
+
+namespace {
 
 std::optional<double> parseReal(std::string_view text) {
   std::string s(trim(text));

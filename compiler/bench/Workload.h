@@ -25,6 +25,9 @@ using Assignments = std::map<std::string, std::string>;
 /// `out`. False and a one-line `error` on a pair without a name or a value.
 bool parseAssignments(std::string_view text, Assignments &out, std::string &error);
 
+/// Parses an integer as --shape and --arg write them: digits, `_` between them allowed (4_096).
+std::optional<int64_t> parseInt(std::string_view text);
+
 /// Parses a size with an optional binary or decimal unit: "1048576", "256MiB", "1GB", "4k".
 std::optional<uint64_t> parseByteSize(std::string_view text);
 

@@ -176,11 +176,11 @@ int runTuneWith(const TuneOptions &opts, std::ostream &out, std::ostream &err) {
   progress.show("");
   // A knob that names nothing is a typo, not a dimension of the search.
   for (const Compiled &c : compiled)
-    if (size_t at = c.warnings.find("matches no constant"); at != std::string::npos) {
-      size_t start = c.warnings.rfind("-D ", at);
-      return fail(err, fmt::format("--space: {}of the program",
-                                   c.warnings.substr(start, at - start) + "names no constant "));
-    }
+    for (const auto &knob : c.variant)
+      if (c.program &&
+          std::count(c.program->unusedDefines.begin(), c.program->unusedDefines.end(), knob.first))
+        return fail(err,
+                    fmt::format("--space: -D {} names no constant of the program", knob.first));
   const Compiled *first = nullptr;
   for (const Compiled &c : compiled)
     if (c.ok && !first)
@@ -341,7 +341,8 @@ int runTuneWith(const TuneOptions &opts, std::ostream &out, std::ostream &err) {
       b.winner = index;
       for (const tile::VarPtr &d : tk0.dims)
         if (auto v = opts.shapes[s].find(d->name); v != opts.shapes[s].end())
-          b.dims.emplace_back(d->name, std::stoll(v->second));
+          // A variant ran at this shape, so its values parsed (planLaunch).
+          b.dims.emplace_back(d->name, bench::parseInt(v->second).value_or(0));
       buckets.push_back(std::move(b));
     }
     for (size_t v = 0; v < used.size(); ++v) {

@@ -46,8 +46,10 @@ std::optional<tile::Program> Sema::run(const ast::Module &main) {
     program.kernels.push_back(std::move(*k));
   }
   for (const auto &[name, used] : usedDefines_)
-    if (!used)
+    if (!used) {
       diags_.warning({}, fmt::format("-D {} matches no constant or symbolic dimension", name));
+      program.unusedDefines.push_back(name);
+    }
   if (diags_.hasErrors())
     return std::nullopt;
   if (program.kernels.empty()) {

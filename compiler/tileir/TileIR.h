@@ -281,6 +281,8 @@ struct Kernel {
 struct Program {
   std::string stem;
   std::vector<Kernel> kernels;
+  /// The -D names that matched no constant or symbolic dimension (sema warns about each).
+  std::vector<std::string> unusedDefines;
 };
 
 // ---- Builders --------------------------------------------------------------------------------
