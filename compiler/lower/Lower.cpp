@@ -431,10 +431,22 @@ void KernelLowering::lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneC
   checkFloat8Conversions(s, out, before);
 }
 
+bool KernelLowering::variesByThread(const tile::Expr &e) const {
+  bool varies = false;
+  tile::forEachNode(e, [&](const tile::Node &n) {
+    if (auto *r = std::get_if<tile::VarRef>(&n.op))
+      varies = varies || r->var->kind == tile::VarKind::ThreadIndex ||
+               threadVarying_.count(r->var->id) > 0;
+  });
+  return varies;
+}
+
 void KernelLowering::lowerLet(const tile::Let &let, thir::Body &out, const LaneContext &lc) {
   thir::Expr v = lowerExpr(let.value, lc);
   if (!v)
     return;
+  if (!inParallel_ && (threadBranches_ > 0 || variesByThread(let.value)))
+    threadVarying_.insert(let.var->id);
   Type t{let.var->dtype, v->type.lanes};
   auto it = letVars_.find(let.var->id);
   if (it == letVars_.end() || !declaredHere_.count(let.var->id)) {
@@ -480,8 +492,11 @@ void KernelLowering::lowerIf(const tile::Stmt &s, const tile::If &i, thir::Body 
   }
   thir::IfStmt is;
   is.cond = c;
+  const bool branches = !inParallel_ && variesByThread(i.cond);
+  threadBranches_ += branches;
   lowerBody(i.then, is.then, lc);
   lowerBody(i.otherwise, is.otherwise, lc);
+  threadBranches_ -= branches;
   out.push_back({std::move(is)});
 }
 
@@ -586,7 +601,14 @@ void KernelLowering::lowerSerial(const tile::Stmt &s, const tile::For &f, thir::
   if (b && n && !f.step)
     r = Interval{*b, *b + std::max<int64_t>(*n - 1, 0)};
   bind(*f.vars[0], value, r);
+  const bool branches =
+      !inParallel_ && (variesByThread(f.begins[0]) || variesByThread(f.extents[0]) ||
+                       (f.step && variesByThread(f.step)));
+  if (branches)
+    threadVarying_.insert(f.vars[0]->id);
+  threadBranches_ += branches;
   lowerBody(f.body, loop.body, lc);
+  threadBranches_ -= branches;
   out.push_back({std::move(loop)});
 }
 

@@ -291,7 +291,8 @@ void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thi
   if (!a.src) {
     // The element form: inside a Parallel loop once per iteration, by the iteration's thread
     // (of an element that a replicated layout gives to several threads, by one of them);
-    // outside, once per block, by thread 0.
+    // outside, once per block, by thread 0, except in thread-level code (its index or value,
+    // or an if or loop around it, differs between threads), where each thread runs it.
     thir::Expr v = lowerExpr(a.value, {});
     thir::Expr off, ok;
     if (shared) {
@@ -307,7 +308,13 @@ void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thi
       return;
     thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
     thir::Expr cond;
-    if (!inParallel_) {
+    bool perThread = threadBranches_ > 0 || variesByThread(a.value);
+    for (const tile::Expr &i : a.indices)
+      perThread = perThread || variesByThread(i);
+    if (!inParallel_ && perThread) {
+      if (auto *ci = std::get_if<thir::ConstInt>(&ok->op); !ci || !ci->value)
+        cond = ok;
+    } else if (!inParallel_) {
       cond = thir::binary(thir::BinOp::And, thir::binary(thir::BinOp::Eq, tid, i32(0)), ok);
     } else {
       cond = element_ ? soleWriter(*element_->layout, element_->slot, tid) : nullptr;

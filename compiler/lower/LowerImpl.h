@@ -290,6 +290,10 @@ private:
   void copyGlobal(const tile::Stmt &s, const tile::Region &glob, const TileEnd &chip, bool toGlobal,
                   thir::Body &out, std::optional<AtomicOp> atomic = std::nullopt);
   void lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thir::Body &out);
+  /// Whether `e` differs between the threads of a block outside Parallel loops: it reads
+  /// thread_id(), lane_id() or warp_id(), directly or through lets and loop variables bound
+  /// from them (threadVarying_).
+  bool variesByThread(const tile::Expr &e) const;
   /// For layouts that give an element to several threads: the condition that `tid` is the one
   /// that writes the element at `slot` to memory. Null when every element has one holder.
   thir::Expr soleWriter(const analysis::FragmentLayout &l, int64_t slot, thir::Expr tid);
@@ -414,6 +418,11 @@ private:
   thir::Kernel out_;
   bool failed_ = false;
   bool inParallel_ = false;
+  /// Thread-level code outside Parallel loops: the ids of lets and loop variables whose values
+  /// differ between threads, and how many enclosing ifs and loops branch on such values (an
+  /// element atomic there runs in every thread that reaches it, not once per block).
+  std::set<int> threadVarying_;
+  int threadBranches_ = 0;
   int nextVar_ = 0;
   std::map<int, Binding> bindings_;
   std::map<int, int> dimParams_;
