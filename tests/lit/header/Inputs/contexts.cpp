@@ -4,19 +4,12 @@
 // destroyed meanwhile is skipped). tests/gpu/two_gpus_gpu.cpp does the same on two real GPUs.
 #include "vector_add.h"
 
+#include "expect.h"
 #include "fake_cuda.h"
 
 #include <cstdio>
 #include <thread>
 #include <vector>
-
-#define EXPECT(c)                                                                                  \
-  do {                                                                                             \
-    if (!(c)) {                                                                                    \
-      std::printf("failed: %s (line %d)\n", #c, __LINE__);                                         \
-      return 1;                                                                                    \
-    }                                                                                              \
-  } while (0)
 
 namespace va = tile::vector_add;
 

@@ -2,18 +2,11 @@
 // makes it empty, naming it, and launches once it is not.
 #include "dim-expressions.h"
 
+#include "expect.h"
 #include "fake_cuda.h"
 
 #include <cstdio>
 #include <cstring>
-
-#define EXPECT(c)                                                                                  \
-  do {                                                                                             \
-    if (!(c)) {                                                                                    \
-      std::printf("failed: %s (line %d)\n", #c, __LINE__);                                         \
-      return 1;                                                                                    \
-    }                                                                                              \
-  } while (0)
 
 namespace d = tile::dim_expressions;
 
