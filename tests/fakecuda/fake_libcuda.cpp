@@ -6,6 +6,7 @@
 // 0.001 * (1 + |B - 64|) ms, so that `tilec tune` picks different variants at different shapes.
 // FAKE_CUDA_WRITE=I makes each launch store its block count as a float32 into the first element
 // of kernel argument I (a tensor), so that variants of other grids disagree.
+// FAKE_CUDA_FIT_THREADS=T: a block of more than T threads does not fit on an SM (occupancy 0).
 // Only for tests/lit/bench.
 #include <cstdio>
 #include <cstdlib>
@@ -165,8 +166,9 @@ CUresult cuGetErrorString(CUresult, const char **s) {
   *s = "fake error";
   return 0;
 }
-CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, Handle, int, size_t) {
-  *n = 1;
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, Handle, int threads, size_t) {
+  const char *fit = std::getenv("FAKE_CUDA_FIT_THREADS");
+  *n = fit && threads > std::atoi(fit) ? 0 : 1;
   return 0;
 }
 CUresult cuTensorMapEncodeTiled(void *map, int type, unsigned rank, void *, const void *,
