@@ -206,8 +206,9 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, const target::Targ
     if (!f)
       continue;
     planLoops(k, f->body, t, kp);
-    if (f->kind != tile::LoopKind::Pipelined || f->numStages < 2 || !f->order.empty() ||
-        !f->stage.empty() || f->step)
+    // Sema accepted order=/stage= only where they ask for this plan (or for no pipelining,
+    // with numStages 1).
+    if (f->kind != tile::LoopKind::Pipelined || f->numStages < 2 || f->step)
       continue;
     // What the body changes, and what the rest of the kernel refers to.
     Refs inLoop;

@@ -145,7 +145,13 @@ private:
   tile::Expr toScalar(const Value &v, SourceLoc loc, const char *what);
 
   // ---- SemaStmt.cpp
-  void analyzeBlock(const ast::Block &b, LocalScope &scope, tile::Body &out);
+  /// With `ends`, records out.size() after each statement of `b` (which tile statements each
+  /// source statement became).
+  void analyzeBlock(const ast::Block &b, LocalScope &scope, tile::Body &out,
+                    std::vector<size_t> *ends = nullptr);
+  /// Checks a Pipelined loop's order=/stage= against the schedule tilec makes (issued copies
+  /// first, the rest in order one stage later, or no pipelining at all) and applies it.
+  void checkSchedule(const ast::For &f, const std::vector<size_t> &ends, tile::For &loop);
   void analyzeStmt(const ast::Stmt &s, LocalScope &scope, tile::Body &out);
   void analyzeAssign(const ast::Stmt &s, const ast::Expr &target, tile::Expr value,
                      LocalScope &scope, tile::Body &out);

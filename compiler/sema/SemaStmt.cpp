@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tilec::sema {
 
 namespace {
@@ -18,7 +20,8 @@ const std::string *calleeBuiltin(const ast::Call &c) {
 
 } // namespace
 
-void Sema::analyzeBlock(const ast::Block &b, LocalScope &scope, tile::Body &out) {
+void Sema::analyzeBlock(const ast::Block &b, LocalScope &scope, tile::Body &out,
+                        std::vector<size_t> *ends) {
   for (const ast::StmtPtr &s : b) {
     if (std::holds_alternative<ast::Return>(s->node)) {
       auto &r = std::get<ast::Return>(s->node);
@@ -29,6 +32,62 @@ void Sema::analyzeBlock(const ast::Block &b, LocalScope &scope, tile::Body &out)
       return;
     }
     analyzeStmt(*s, scope, out);
+    if (ends)
+      ends->push_back(out.size());
+  }
+}
+
+void Sema::checkSchedule(const ast::For &f, const std::vector<size_t> &ends, tile::For &loop) {
+  const size_t n = f.body.size();
+  if (ends.size() != n)
+    return; // the body stopped early with an error
+  // A statement the pipeline can issue ahead: one copy from a global tensor to a shared buffer.
+  std::vector<bool> copy(n, false);
+  for (size_t i = 0, begin = 0; i < n; begin = ends[i], ++i) {
+    if (ends[i] != begin + 1)
+      continue;
+    auto *c = std::get_if<tile::Copy>(&loop.body[begin].op);
+    copy[i] = c && c->src.buffer->scope == tile::Scope::Global &&
+              c->dst.buffer->scope == tile::Scope::Shared;
+  }
+  SourceLoc at = f.iter->loc();
+  if (!loop.stage.empty()) {
+    const std::vector<int64_t> &st = loop.stage;
+    // Every statement at one stage: TileLang runs the loop without overlap, and so does tilec.
+    if (std::all_of(st.begin(), st.end(), [&](int64_t v) { return v == st[0]; })) {
+      loop.numStages = 1;
+      return;
+    }
+    std::optional<int64_t> later;
+    for (size_t i = 0; i < n; ++i) {
+      bool ok = copy[i] ? st[i] == 0 || st[i] == -1 : st[i] >= 1 && (!later || st[i] == *later);
+      if (!copy[i] && ok)
+        later = st[i];
+      if (!ok) {
+        diags_.error(at, fmt::format("not supported yet: Pipelined(stage=[...]) other than the "
+                                     "copies from global to shared memory at stage 0 (or -1) and "
+                                     "the other statements at one later stage; statement {} is {} "
+                                     "at stage {}",
+                                     i + 1, copy[i] ? "such a copy" : "not such a copy", st[i]));
+        return;
+      }
+    }
+  }
+  if (!loop.order.empty()) {
+    // The copies are issued ahead wherever they are listed; the rest keep the body's order.
+    std::optional<int64_t> previous;
+    for (size_t i = 0; i < n; ++i) {
+      if (copy[i])
+        continue;
+      if (previous && loop.order[i] <= *previous) {
+        diags_.error(at, fmt::format("not supported yet: Pipelined(order=[...]) that reorders "
+                                     "the statements other than the copies from global to shared "
+                                     "memory (statement {} at {} after one at {})",
+                                     i + 1, loop.order[i], *previous));
+        return;
+      }
+      previous = loop.order[i];
+    }
   }
 }
 
@@ -489,9 +548,12 @@ void Sema::analyzeFor(const ast::Stmt &s, const ast::For &f, LocalScope &scope, 
     if (auto c = tile::asConstInt(loop.extents[0]); c && *c > 0)
       unrollCopies_ *= *c;
   ++loopDepth_;
-  analyzeBlock(f.body, inner, loop.body);
+  std::vector<size_t> ends;
+  analyzeBlock(f.body, inner, loop.body, &ends);
   --loopDepth_;
   unrollCopies_ = outerCopies;
+  if (!loop.order.empty() || !loop.stage.empty())
+    checkSchedule(f, ends, loop);
   out.push_back({s.loc(), std::move(loop)});
 }
 
