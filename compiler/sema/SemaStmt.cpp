@@ -54,15 +54,17 @@ void Sema::checkSchedule(const ast::For &f, const std::vector<size_t> &ends, til
   if (!loop.stage.empty()) {
     const std::vector<int64_t> &st = loop.stage;
     // Every statement at one stage: TileLang runs the loop without overlap, and so does tilec.
-    if (std::all_of(st.begin(), st.end(), [&](int64_t v) { return v == st[0]; })) {
+    const bool flat = std::all_of(st.begin(), st.end(), [&](int64_t v) { return v == st[0]; });
+    if (flat)
       loop.numStages = 1;
-      return;
-    }
-    std::optional<int64_t> later;
-    for (size_t i = 0; i < n; ++i) {
-      bool ok = copy[i] ? st[i] == 0 || st[i] == -1 : st[i] >= 1 && (!later || st[i] == *later);
-      if (!copy[i] && ok)
-        later = st[i];
+    // Otherwise the copies at one stage, 0 or -1 (TileLang's mark of copies a producer issues),
+    // the other statements at one stage after it.
+    std::optional<int64_t> copies, rest;
+    for (size_t i = 0; i < n && !flat; ++i) {
+      std::optional<int64_t> &same = copy[i] ? copies : rest;
+      bool ok = (!same || st[i] == *same) && (!copy[i] || st[i] == 0 || st[i] == -1) &&
+                (copy[i] ? !rest || *rest > st[i] : !copies || st[i] > *copies);
+      same = st[i];
       if (!ok) {
         diags_.error(at, fmt::format("not supported yet: Pipelined(stage=[...]) other than the "
                                      "copies from global to shared memory at stage 0 (or -1) and "
