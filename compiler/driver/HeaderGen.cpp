@@ -339,6 +339,22 @@ void appendImage(std::string &out, std::string_view binary, BinaryKind kind) {
   out += '\n';
 }
 
+/// `text` as a C++ string literal. Bytes outside printable ASCII become three-digit octal
+/// escapes, which, unlike \x, never swallow a following character.
+std::string cxxStringLiteral(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    auto u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\')
+      out += {'\\', c};
+    else if (u < 0x20 || u >= 0x7f)
+      out += fmt::format("\\{:03o}", u);
+    else
+      out += c;
+  }
+  return out + "\"";
+}
+
 /// What a launch function does with one parameter: the checks (and any host-side setup) before
 /// the launch, and the object whose address goes into the kernel's argument array. Every
 /// parameter kind is handled here and nowhere else in the launch function.
@@ -437,12 +453,12 @@ void appendKernel(std::string &out, const KernelEntry &e, size_t index) {
   out += ") {\n";
   for (const ParamCode &c : code)
     out += c.setup;
-  // Tensor dimensions computed from the checked ones (its text is tilec's printing of an
-  // expression over identifiers: no quote or backslash to escape).
+  // Tensor dimensions computed from the checked ones. Their names are free text (a .thir input
+  // may hold any string), so they are escaped.
   for (const thir::DimCheck &c : k.dimChecks)
-    out += fmt::format("  if (::CUresult tilec_r = ::tilec::rt::checkDim({}, \"{}\", \"{}\"); "
+    out += fmt::format("  if (::CUresult tilec_r = ::tilec::rt::checkDim({}, \"{}\", {}); "
                        "tilec_r != ::CUDA_SUCCESS)\n    return tilec_r;\n",
-                       host(c.value), k.name, c.what);
+                       host(c.value), k.name, cxxStringLiteral(c.what));
   out += fmt::format("  const ::tilec::rt::Grid tilec_grid = {}_info::grid(", fn);
   first = true;
   for (size_t i = 0; i < k.params.size(); ++i)
