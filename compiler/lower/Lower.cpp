@@ -382,7 +382,14 @@ thir::Expr KernelLowering::lowerLoad(const tile::Expr &e, const tile::Load &op,
     noteAlign(param, align);
     return thir::globalLoad(param, off, Type{buf->dtype, lc.lanes}, align);
   }
-  thir::Expr ok = inBounds({buf, op.indices}, lc, 0);
+  return maskedGlobalLoad(buf, op.indices, off, lc);
+}
+
+thir::Expr KernelLowering::maskedGlobalLoad(const tile::BufferPtr &buf,
+                                            const std::vector<tile::Expr> &indices, thir::Expr off,
+                                            const LaneContext &lc) {
+  const int param = buf->paramIndex;
+  thir::Expr ok = inBounds({buf, indices}, lc, 0);
   if (!ok)
     return nullptr;
   if (auto *ci = std::get_if<thir::ConstInt>(&ok->op); ci && ci->value)

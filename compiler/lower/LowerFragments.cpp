@@ -457,6 +457,16 @@ bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For 
     outerLets.insert(id);
   std::set<int> savedDeclared = declaredHere_;
   inParallel_ = true;
+  // Loads are shared between chunks only in a body of element statements, none storing to
+  // the tensor loaded.
+  ChunkLoadCache loopLoads;
+  bool shareLoads = true;
+  for (const tile::Stmt &st : f.body) {
+    if (auto *store = std::get_if<tile::Store>(&st.op))
+      loopLoads.written.insert(store->buffer->id);
+    else
+      shareLoads = shareLoads && std::holds_alternative<tile::Let>(st.op);
+  }
   for (const ChunkRef &c : chunksOf(l)) {
     thir::Body *target = &out;
     thir::IfStmt guard;
@@ -466,7 +476,7 @@ bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For 
     }
     chunkLoads_.clear();
     if (l.vector > 1 && l.distributed())
-      preloadChunk(f, c, l.vector, *target);
+      preloadChunk(f, c, l.vector, *target, c.guard || !shareLoads ? nullptr : &loopLoads);
     for (int64_t lane = 0; lane < l.vector && !failed_; ++lane) {
       bindChunk(f.vars, c, lane);
       currentLane_ = lane;
@@ -496,7 +506,7 @@ bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For 
 }
 
 void KernelLowering::preloadChunk(const tile::For &f, const ChunkRef &c, int vector,
-                                  thir::Body &out) {
+                                  thir::Body &out, ChunkLoadCache *cache) {
   const tile::Var &inner = *f.vars.back();
   std::vector<const tile::Node *> loads;
   auto walk = [&](const tile::Expr &e) {
@@ -554,18 +564,55 @@ void KernelLowering::preloadChunk(const tile::For &f, const ChunkRef &c, int vec
     if (!ok)
       continue;
     thir::Expr inb = inBounds({buf, ld.indices}, {}, vector - 1);
-    auto *always = inb ? std::get_if<thir::ConstInt>(&inb->op) : nullptr;
-    if (!always || !always->value)
+    if (!inb)
+      continue;
+    auto *known = std::get_if<thir::ConstInt>(&inb->op);
+    if (known && !known->value)
       continue;
     thir::Expr off = offset(buf, ld.indices, {});
     if (!off)
       continue;
+    // Chunks of other rows read the same vector of a tensor indexed by the column alone (a
+    // bias, a norm's weight): load it once, in the first chunk, if no chunk is guarded.
+    std::string key;
+    if (cache && !cache->written.count(buf->id)) {
+      key = thir::printExpr(off, out_);
+      if (auto it = cache->loads.find({n, key}); it != cache->loads.end()) {
+        chunkLoads_[n] = it->second;
+        continue;
+      }
+    }
     Type vt{buf->dtype, vector};
     int align = dtypeBytes(buf->dtype) * vector;
     noteAlign(buf->paramIndex, align);
     int id = nextVar_++;
-    out.push_back({thir::DeclVar{id, vt, thir::globalLoad(buf->paramIndex, off, vt, align)}});
+    thir::Expr whole = thir::globalLoad(buf->paramIndex, off, vt, align);
     chunkLoads_[n] = {id, vt};
+    if (!key.empty())
+      cache->loads[{n, key}] = {id, vt};
+    if (known) {
+      out.push_back({thir::DeclVar{id, vt, whole}});
+      continue;
+    }
+    // Only the chunk at a tensor's ragged end fails the check (a symbolic extent): the others
+    // take one vector load in place of a masked load per element.
+    std::vector<thir::Expr> elems;
+    for (int lane = 0; lane < vector; ++lane) {
+      bindChunk(f.vars, c, lane);
+      thir::Expr laneOff = offset(buf, ld.indices, {});
+      thir::Expr e = laneOff ? maskedGlobalLoad(buf, ld.indices, laneOff, {}) : nullptr;
+      if (!e)
+        break;
+      elems.push_back(std::move(e));
+    }
+    bindChunk(f.vars, c, 0);
+    if (elems.size() != static_cast<size_t>(vector))
+      return;
+    std::vector<thir::Expr> zeros(vector, zeroOf(buf->dtype));
+    out.push_back({thir::DeclVar{id, vt, thir::makeVector(std::move(zeros))}});
+    out.push_back({thir::IfStmt{inb,
+                                {{thir::AssignVar{id, whole}}},
+                                {{thir::AssignVar{id, thir::makeVector(std::move(elems))}}}}});
   }
 }
 

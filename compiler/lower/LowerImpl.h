@@ -228,6 +228,9 @@ private:
   thir::Expr lowerExpr(const tile::Expr &e, const LaneContext &lc, bool scalarIndex = false);
 
   thir::Expr lowerLoad(const tile::Expr &e, const tile::Load &op, const LaneContext &lc);
+  /// One element of a global tensor at `indices` (its offset `off`), zero outside the tensor.
+  thir::Expr maskedGlobalLoad(const tile::BufferPtr &buf, const std::vector<tile::Expr> &indices,
+                              thir::Expr off, const LaneContext &lc);
 
   void noteAlign(int param, int align);
 
@@ -442,8 +445,14 @@ private:
   std::map<const tile::Node *, std::pair<int, Type>> chunkLoads_;
   int64_t currentLane_ = 0;
   /// Emits, for chunk `c`, one vector load per global read of `body` that moves with the last
-  /// loop variable and is provably in bounds and aligned for the whole chunk.
-  void preloadChunk(const tile::For &f, const ChunkRef &c, int vector, thir::Body &out);
+  /// loop variable and is aligned for the whole chunk: unconditional where the chunk is provably
+  /// in bounds, else behind a run-time check with masked loads of each element as the fallback.
+  struct ChunkLoadCache {
+    std::set<int> written; // buffers the loop stores to: their loads are never shared
+    std::map<std::pair<const tile::Node *, std::string>, std::pair<int, Type>> loads;
+  };
+  void preloadChunk(const tile::For &f, const ChunkRef &c, int vector, thir::Body &out,
+                    ChunkLoadCache *cache);
 };
 
 } // namespace tilec::lower::detail
