@@ -49,6 +49,12 @@ build)
   for kernel in "$root"/tests/gpu/kernels/*.tile; do
     "$tilec" compile "$kernel" -o "$gpu/gen" --emit cubin,ptx,header,layout
   done
+  # The two-pass RMSNorm also with chunks whose width is not a power of two (C = 160 in 2 or 1).
+  for bc in 80 160; do
+    mkdir -p "$gpu/gen/rms_c$bc"
+    "$tilec" compile "$root/tests/gpu/kernels/rmsnorm_two_pass.tile" -o "$gpu/gen/rms_c$bc" \
+      -D block_M=64 -D block_C=$bc --namespace tile::rms_c$bc --emit cubin,ptx,header,layout
+  done
   # Several arches in one header (multi_arch_gpu): both cubins, sm_80 with its PTX, sm_80 alone.
   mkdir -p "$gpu/gen/multi/both" "$gpu/gen/multi/fwd" "$gpu/gen/multi/only80"
   "$tilec" compile "$root/samples/vector_add.tile" -o "$gpu/gen/multi/both" --arch sm_80,sm_90a \

@@ -16,6 +16,9 @@
 # The log goes to stdout and $OUT/tune-gpu.txt; the records and the tuned header to $OUT.
 # 4. rmsnorm-two-pass (not in the default): the two-pass RMSNorm+SiLU of issue 9 at M=302400 and
 #    C=160, 320, 640 over block_M x block_C x num_stages x threads, next to a copy of X's bytes.
+#    RMS_SPACE and RMS_SHAPES replace the space and the shapes.
+# 5. rmsnorm-two-pass-widths (not in the default): the same, with chunk widths that are not
+#    powers of two (40, 80, 160 divide C = 160; 80 and 160 divide 320 and 640).
 # SECTIONS picks what runs (default "layernorm gemm gemm-as-written").
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -76,8 +79,18 @@ for C in 160 320 640; do
   "$tilec" bench --copy $((302400 * C * 2)) --reps 30 | tail -n +2
 done
 /usr/bin/time -f "tune wall %e s" "$tilec" tune "$root/tests/gpu/kernels/rmsnorm_two_pass.tile" \
-  --space 'block_M=16,32,64;block_C=32,64,128;num_stages=3,4;threads=128,256' \
-  --shapes 'M=302400,C=160;M=302400,C=320;M=302400,C=640' --arg eps=1e-6 \
+  --space "${RMS_SPACE:-block_M=16,32,64;block_C=32,64,128;num_stages=3,4;threads=128,256}" \
+  --shapes "${RMS_SHAPES:-M=302400,C=160;M=302400,C=320;M=302400,C=640}" --arg eps=1e-6 \
   --record "$out/tune-rmsnorm-two-pass.json"
+fi
+if has rmsnorm-two-pass-widths; then
+echo "== two-pass RMSNorm+SiLU, M=302400, chunk widths 32-160"
+for C in 160 320 640; do
+  "$tilec" bench --copy $((302400 * C * 2)) --reps 30 | tail -n +2
+done
+/usr/bin/time -f "tune wall %e s" "$tilec" tune "$root/tests/gpu/kernels/rmsnorm_two_pass.tile" \
+  --space 'block_M=16,32,64;block_C=32,40,64,80,128,160;num_stages=3,4;threads=128' \
+  --shapes 'M=302400,C=160;M=302400,C=320;M=302400,C=640' --arg eps=1e-6 \
+  --record "$out/tune-rmsnorm-two-pass-widths.json"
 fi
 rm -rf "$work"

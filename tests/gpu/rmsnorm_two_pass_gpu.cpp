@@ -2,8 +2,12 @@
 // * W) over a symbolic width C, two Pipelined passes over 64-column chunks through one shared
 // buffer) through its generated header: error against a float64 CPU reference on fresh random
 // inputs with a poisoned output, ragged M and C (a last chunk that is partly outside), and at
-// M = 302400, C = 160, 320 and 640 the bandwidth (X and Y once) next to a d2d copy.
+// M = 302400, C = 160, 320 and 640 the bandwidth (X and Y once) next to a d2d copy. The same
+// program compiled with 64 x 80 and 64 x 160 chunks (widths that are not powers of two, whole
+// chunks at C = 160) is checked the same way.
 #include "gpu_common.h"
+#include "rms_c160/rmsnorm_two_pass.h"
+#include "rms_c80/rmsnorm_two_pass.h"
 #include "rmsnorm_two_pass.h"
 
 using namespace gputest;
@@ -16,19 +20,26 @@ int main() {
   for (int64_t C : {int64_t{40}, int64_t{160}, int64_t{320}, int64_t{640}, int64_t{1000}}) {
     std::vector<uint16_t> w = randomHalves(static_cast<size_t>(C), rng);
     DeviceBuffer dw = upload(w);
-    auto launch = [&](CUdeviceptr x, CUdeviceptr y, int64_t M) {
-      return tile::rmsnorm_two_pass::rmsnorm_two_pass(nullptr, x, dw, y, eps, M, C);
-    };
     auto reference = [&](const std::vector<uint16_t> &x, int64_t M) {
       return rmsnormSiluReference(x, w, M, C, eps);
     };
-    // The bandwidth rows only for the widths the issue names; the others check correctness.
-    if (C == 160 || C == 320 || C == 640)
-      failures += halfRowsTable("rmsnorm_two_pass", "sm_90a", "C", C, 1.f, rng,
-                                {int64_t{1}, int64_t{1003}, int64_t{302400}}, launch, reference);
-    else
-      failures += halfRowsTable("rmsnorm_two_pass", "sm_90a", "C", C, 1.f, rng,
-                                {int64_t{1}, int64_t{33}, int64_t{1003}}, launch, reference);
+    auto check = [&](const char *name, auto kernel) {
+      auto launch = [&](CUdeviceptr x, CUdeviceptr y, int64_t M) {
+        return kernel(nullptr, x, static_cast<CUdeviceptr>(dw), y, eps, M, C);
+      };
+      // The bandwidth rows only for the widths the issue names; the others check correctness.
+      if (C == 160 || C == 320 || C == 640)
+        return halfRowsTable(name, "sm_90a", "C", C, 1.f, rng,
+                             {int64_t{1}, int64_t{1003}, int64_t{302400}}, launch, reference);
+      return halfRowsTable(name, "sm_90a", "C", C, 1.f, rng,
+                           {int64_t{1}, int64_t{33}, int64_t{1003}}, launch, reference);
+    };
+    failures += check("rmsnorm_two_pass",
+                      [](auto... a) { return tile::rmsnorm_two_pass::rmsnorm_two_pass(a...); });
+    failures += check("rmsnorm_two_pass_64x80",
+                      [](auto... a) { return tile::rms_c80::rmsnorm_two_pass(a...); });
+    failures += check("rmsnorm_two_pass_64x160",
+                      [](auto... a) { return tile::rms_c160::rmsnorm_two_pass(a...); });
   }
   return verdict("rmsnorm_two_pass", failures);
 }
