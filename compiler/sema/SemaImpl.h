@@ -119,6 +119,7 @@ private:
   /// @tune(space="...", shapes="..."): both string literals, kept as written.
   std::optional<tile::TuneDecl> tuneDecl(const ast::Decorator &d);
   bool analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope);
+  void warnComputedOnlyDims(const tile::Kernel &k, const LocalScope &scope);
 
   // ---- SemaExpr.cpp
   std::optional<Value> eval(const ast::Expr &e, LocalScope &scope);

@@ -305,6 +305,30 @@ void Sema::defineConst(const ast::ConstDecl &c, ModuleScope &scope) {
   defineName(scope, diags_, c.name, c.nameLoc, std::move(*v));
 }
 
+void Sema::warnComputedOnlyDims(const tile::Kernel &k, const LocalScope &scope) {
+  // A name that only appears inside computed dimensions (`Tensor((N, Kk // 2), uint8)`) is
+  // still a symbolic dimension the caller passes, but no tensor's shape pins it down: usually a
+  // misspelling of one that does. One declared with dynamic("m") is meant.
+  for (const tile::VarPtr &dim : k.dims) {
+    bool plain = false;
+    for (const tile::Param &param : k.params)
+      if (param.tensor)
+        for (const tile::Expr &e : param.tensor->shape)
+          if (auto *r = std::get_if<tile::VarRef>(&e->op); r && r->var == dim)
+            plain = true;
+    bool declared = false;
+    for (const auto &[name, value] : scope.module->names)
+      if (auto *d = std::get_if<DimVal>(&value); d && d->name == dim->name)
+        declared = true;
+    if (!plain && !declared)
+      diags_.warning(dim->loc,
+                     fmt::format("symbolic dimension '{}' appears only inside computed "
+                                 "dimensions, never as a tensor's dimension itself: a "
+                                 "misspelling? (if not, declare it: {} = dynamic(\"{}\"))",
+                                 dim->name, dim->name, dim->name));
+  }
+}
+
 bool Sema::analyzeParam(const ast::Param &p, tile::Kernel &k, LocalScope &scope) {
   if (!p.annotation) {
     diags_.error(p.loc, fmt::format("kernel parameter '{}' needs a type: Tensor((d0, ...), dtype) "
@@ -571,6 +595,7 @@ std::optional<tile::Kernel> Sema::analyzeKernel(const ast::FuncDef &def,
     kernel_ = nullptr;
     return std::nullopt;
   }
+  warnComputedOnlyDims(k, scope);
 
   const ast::With *with = nullptr;
   const ast::Stmt *withStmt = nullptr;
