@@ -266,15 +266,9 @@ thir::Expr KernelLowering::soleWriter(const FragmentLayout &l, int64_t slot, thi
 
 void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thir::Body &out) {
   const tile::BufferPtr &dst = a.dst.buffer;
-  const bool shared = dst->scope == tile::Scope::Shared && !a.src;
-  if (dst->scope != tile::Scope::Global && !shared) {
-    unsupported(s.loc, fmt::format("atomic_{} into {} buffer '{}'{}", atomicOpName(a.op),
-                                   tile::scopeName(dst->scope), dst->name,
-                                   dst->scope == tile::Scope::Shared
-                                       ? " from a tile (element by element it is supported)"
-                                       : ""));
-    return;
-  }
+  const bool shared = dst->scope == tile::Scope::Shared;
+  if (dst->scope != tile::Scope::Global && !shared)
+    throw std::logic_error("sema lets atomics write to global and shared buffers only");
   // Bools have no arithmetic, and codegen has no float8 arithmetic.
   if (dst->dtype == DType::Bool || dst->dtype == DType::Float8E4M3 ||
       dst->dtype == DType::Float8E5M2) {
@@ -342,6 +336,10 @@ void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thi
                                    src.buffer->name));
     return;
   }
+  if (shared) {
+    atomicIntoShared(s, a, out);
+    return;
+  }
   if (isOnChip(src.buffer)) {
     copyGlobal(s, a.dst, fragmentEnd(src.buffer), /*toGlobal=*/true, out, a.op);
     return;
@@ -351,6 +349,45 @@ void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thi
   walk.shape = constShape(src.buffer);
   walk.threads = k_.threads;
   copyGlobal(s, a.dst, sharedEnd(src.buffer, walk), /*toGlobal=*/true, out, a.op);
+}
+
+void KernelLowering::atomicIntoShared(const tile::Stmt &s, const tile::Atomic &a, thir::Body &out) {
+  const tile::BufferPtr &dst = a.dst.buffer, &src = a.src->buffer;
+  if (!fullBuffer(a.dst) || constShape(src) != constShape(dst)) {
+    unsupported(s.loc, fmt::format("atomic_{} of '{}' into a part of shared buffer '{}' (a whole "
+                                   "buffer of the tile's shape is supported)",
+                                   atomicOpName(a.op), src->name, dst->name));
+    return;
+  }
+  // Each element of the tile is added by the thread that holds it (a fragment) or that a walk
+  // of the source buffer gives it; replicated values by one thread.
+  FragmentLayout walk;
+  walk.kind = FragmentLayout::Kind::Flat;
+  walk.shape = constShape(src);
+  walk.threads = k_.threads;
+  const bool fromFragment = isOnChip(src);
+  const FragmentLayout &l = fromFragment ? fragmentLayouts_.at(src->id) : walk;
+  TileEnd from = fromFragment ? fragmentEnd(src) : sharedEnd(src, walk);
+  const thir::SmemRegion region = sharedRegion(dst);
+  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  for (const ChunkRef &ch : chunksOf(l)) {
+    thir::Expr cond = ch.guard;
+    if (l.kind == FragmentLayout::Kind::Replicated) {
+      thir::Expr mine = thir::binary(thir::BinOp::Eq, tid, i32(ch.slot0 % l.threads));
+      cond = cond ? thir::binary(thir::BinOp::And, cond, mine) : mine;
+    }
+    thir::Body updates;
+    for (int64_t lane = 0; lane < l.vector; ++lane)
+      updates.push_back(
+          {thir::SharedAtomic{sharedOffset(dst, laneIndex(ch, lane)),
+                              thir::cast(from.read(ch, lane), Type{dst->dtype}), a.op, region}});
+    if (!cond) {
+      for (thir::Stmt &u : updates)
+        out.push_back(std::move(u));
+      continue;
+    }
+    out.push_back({thir::IfStmt{cond, std::move(updates), {}}});
+  }
 }
 
 void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::Body &out) {

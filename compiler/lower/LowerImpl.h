@@ -293,6 +293,8 @@ private:
   void copyGlobal(const tile::Stmt &s, const tile::Region &glob, const TileEnd &chip, bool toGlobal,
                   thir::Body &out, std::optional<AtomicOp> atomic = std::nullopt);
   void lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thir::Body &out);
+  /// atomic_OP(shared buffer, tile): one shared atomic per element of the tile.
+  void atomicIntoShared(const tile::Stmt &s, const tile::Atomic &a, thir::Body &out);
   /// Whether `e` differs between the threads of a block outside Parallel loops: it reads
   /// thread_id(), lane_id() or warp_id(), directly or through lets and loop variables bound
   /// from them (threadVarying_).

@@ -1,13 +1,56 @@
 // Atomics into shared memory (tests/gpu/kernels/shared_atomics.tile) against the CPU, exactly:
 // per-block histograms of 16 bins (int32 adds), maxima (float32, a compare-and-swap loop) and
-// sums of halves (float16 adds) in shared memory, then added into global totals. A ragged
-// element count, fresh random inputs, and poisoned bytes behind every output.
+// sums of halves (float16 adds) in shared memory, then added into global totals; and whole tiles
+// added and maxed into shared buffers (tile_atomics). Ragged sizes, fresh random inputs, and
+// poisoned bytes behind every output.
 #include "gpu_common.h"
 #include "shared_atomics.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 using namespace gputest;
+
+namespace {
+
+/// tile_atomics: per block of 32 rows, the sum (atomic_add from a fragment) and the maximum
+/// (atomic_max from a shared buffer) of X's 64-column chunks, zero past C, exactly: each
+/// element is updated by one thread, chunk after chunk, so the float32 sums round in the order
+/// the CPU adds.
+int checkTileAtomics(std::mt19937 &rng) {
+  int failures = 0;
+  for (auto [M, C] : {std::pair<int64_t, int64_t>{33, 100}, {1000, 64}, {77, 1000}}) {
+    std::vector<float> x = randomFloats(static_cast<size_t>(M * C), rng);
+    std::vector<float> sum(static_cast<size_t>(M * 64), 0.0f), mx(sum.size(), -INFINITY);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t c = 0; c < (C + 63) / 64; ++c)
+        for (int64_t j = 0; j < 64; ++j) {
+          float v = c * 64 + j < C ? x[i * C + c * 64 + j] : 0.0f;
+          sum[i * 64 + j] += v;
+          mx[i * 64 + j] = std::max(mx[i * 64 + j], v);
+        }
+    DeviceBuffer dx = upload(x);
+    const size_t bytes = sum.size() * 4;
+    DeviceBuffer ds = poisoned(bytes + kSlackBytes), dm = poisoned(bytes + kSlackBytes);
+    CK(tile::shared_atomics::tile_atomics(nullptr, dx, ds, dm, M, C));
+    CK(cuCtxSynchronize());
+    std::vector<float> gotS = download<float>(ds, sum.size()),
+                       gotM = download<float>(dm, sum.size());
+    int wrong = 0;
+    for (size_t e = 0; e < sum.size(); ++e)
+      wrong += std::memcmp(&gotS[e], &sum[e], 4) != 0 || std::memcmp(&gotM[e], &mx[e], 4) != 0;
+    bool tails = tailIntact(ds, bytes) && tailIntact(dm, bytes);
+    bool ok = wrong == 0 && tails;
+    std::printf("tile_atomics M=%lld C=%lld: %d wrong of %zu%s %s\n", static_cast<long long>(M),
+                static_cast<long long>(C), wrong, 2 * sum.size(),
+                tails ? "" : " (wrote past the end)", ok ? "PASS" : "FAIL");
+    failures += !ok;
+  }
+  return failures;
+}
+
+} // namespace
 
 int main() {
   init();
@@ -46,5 +89,7 @@ int main() {
   std::printf("N=%lld: 16 bins, %d wrong values%s (bin 0: count %d/%d, max %g/%g, sum %g/%g) %s\n",
               static_cast<long long>(N), wrong, tails ? "" : " (wrote past the end)", gotH[0],
               hist[0], gotM[0], mx[0], gotS[0], sum[0], wrong == 0 && tails ? "PASS" : "FAIL");
-  return verdict("shared_atomics", wrong != 0 || !tails);
+  int failures = wrong != 0 || !tails;
+  failures += checkTileAtomics(rng);
+  return verdict("shared_atomics", failures);
 }
