@@ -1,5 +1,6 @@
 #include "tileir/Arith.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -69,25 +70,61 @@ DType promote(const Expr &a, const Expr &b) {
   return promoteTyped(a->dtype, b->dtype);
 }
 
+namespace {
+
+/// The integer range of a dtype narrower than 64 bits (nullopt for int64).
+std::optional<std::pair<int64_t, int64_t>> narrowRange(DType t) {
+  const int bits = dtypeBits(t);
+  if (bits >= 64)
+    return std::nullopt;
+  if (isSigned(t))
+    return std::make_pair(-(int64_t{1} << (bits - 1)), (int64_t{1} << (bits - 1)) - 1);
+  return std::make_pair(int64_t{0}, (int64_t{1} << bits) - 1);
+}
+
+/// `v` converted to the integer dtype `t` as a run-time conversion does: the low bits, read
+/// as signed or unsigned by `t`.
+int64_t wrapTo(int64_t v, DType t) {
+  auto range = narrowRange(t);
+  if (!range)
+    return v;
+  const int bits = dtypeBits(t);
+  uint64_t low = static_cast<uint64_t>(v) & ((uint64_t{1} << bits) - 1);
+  if (isSigned(t) && (low >> (bits - 1)) != 0)
+    return static_cast<int64_t>(low) - (int64_t{1} << bits);
+  return static_cast<int64_t>(low);
+}
+
+} // namespace
+
 Expr makeCast(Expr a, DType t, SourceLoc loc) {
   if (a->dtype == t)
     return a;
   if (!loc.valid())
     loc = a->loc;
+  // Constants convert as run-time values do (NVPTXCodegen's casts): integers wrap to the
+  // target's width, floats truncate toward zero and saturate (NaN gives 0).
   if (auto *i = std::get_if<IntImm>(&a->op)) {
     if (isFloat(t))
       return floatImm(static_cast<double>(i->value), t, loc);
     if (t == DType::Bool)
       return intImm(i->value != 0, t, loc);
-    return intImm(i->value, t, loc);
+    return intImm(isInteger(a->dtype) ? wrapTo(i->value, t) : i->value, t, loc);
   }
   if (auto *f = std::get_if<FloatImm>(&a->op)) {
     if (isFloat(t))
       return floatImm(f->value, t, loc);
     if (t == DType::Bool)
       return intImm(f->value != 0.0, t, loc);
-    if (std::isfinite(f->value) && std::fabs(f->value) < 9.2e18)
-      return intImm(static_cast<int64_t>(f->value), t, loc);
+    if (std::isnan(f->value))
+      return intImm(0, t, loc);
+    double v = std::trunc(f->value);
+    if (auto range = narrowRange(t))
+      return intImm(static_cast<int64_t>(std::clamp(v, static_cast<double>(range->first),
+                                                    static_cast<double>(range->second))),
+                    t, loc);
+    if (std::fabs(v) < 9.2e18)
+      return intImm(static_cast<int64_t>(v), t, loc);
   }
   return std::make_shared<Node>(Node{t, loc, Cast{std::move(a)}});
 }
