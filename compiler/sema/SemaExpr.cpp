@@ -601,6 +601,17 @@ std::optional<Value> Sema::evalBuiltinCall(const std::string &name, const ast::E
       tile::Expr x = evalScalar(*c.args[i], scope, "a scalar");
       if (!x)
         return std::nullopt;
+      // Of bools (False < True) the maximum is `or` and the minimum `and`.
+      if (acc->dtype == DType::Bool && x->dtype == DType::Bool) {
+        acc = tile::makeBinary(name == "max" ? tile::BinOp::Or : tile::BinOp::And, acc, x, loc);
+        continue;
+      }
+      if (acc->dtype == DType::Bool || x->dtype == DType::Bool) {
+        diags_.error(loc,
+                     fmt::format("'{}' of bool and {} values; cast the bool first", name,
+                                 dtypeName(acc->dtype == DType::Bool ? x->dtype : acc->dtype)));
+        return std::nullopt;
+      }
       acc = tile::makeBinary(name == "max" ? tile::BinOp::Max : tile::BinOp::Min, acc, x, loc);
     }
     if (!acc)
