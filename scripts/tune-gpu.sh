@@ -73,24 +73,24 @@ echo "== samples/gemm_relu.tile 4096^3 (128 threads as written): 18 configuratio
 echo "-- as written"
 "$tilec" bench "$root/samples/gemm_relu.tile" --shape M=4096,N=4096,K=4096 --reps 30 | tail -n +2
 fi
+# The two-pass RMSNorm at M=302400 and C=160, 320, 640 over the space $1, next to copies of X's
+# bytes; the record goes to $OUT/$2.
+rms_tune() {
+  for C in 160 320 640; do
+    "$tilec" bench --copy $((302400 * C * 2)) --reps 30 | tail -n +2
+  done
+  /usr/bin/time -f "tune wall %e s" "$tilec" tune "$root/tests/gpu/kernels/rmsnorm_two_pass.tile" \
+    --space "$1" --shapes "${RMS_SHAPES:-M=302400,C=160;M=302400,C=320;M=302400,C=640}" \
+    --arg eps=1e-6 --record "$out/$2"
+}
 if has rmsnorm-two-pass; then
-echo "== two-pass RMSNorm+SiLU, M=302400"
-for C in 160 320 640; do
-  "$tilec" bench --copy $((302400 * C * 2)) --reps 30 | tail -n +2
-done
-/usr/bin/time -f "tune wall %e s" "$tilec" tune "$root/tests/gpu/kernels/rmsnorm_two_pass.tile" \
-  --space "${RMS_SPACE:-block_M=16,32,64;block_C=32,64,128;num_stages=3,4;threads=128,256}" \
-  --shapes "${RMS_SHAPES:-M=302400,C=160;M=302400,C=320;M=302400,C=640}" --arg eps=1e-6 \
-  --record "$out/tune-rmsnorm-two-pass.json"
+  echo "== two-pass RMSNorm+SiLU, M=302400"
+  rms_tune "${RMS_SPACE:-block_M=16,32,64;block_C=32,64,128;num_stages=3,4;threads=128,256}" \
+    tune-rmsnorm-two-pass.json
 fi
 if has rmsnorm-two-pass-widths; then
-echo "== two-pass RMSNorm+SiLU, M=302400, chunk widths 32-160"
-for C in 160 320 640; do
-  "$tilec" bench --copy $((302400 * C * 2)) --reps 30 | tail -n +2
-done
-/usr/bin/time -f "tune wall %e s" "$tilec" tune "$root/tests/gpu/kernels/rmsnorm_two_pass.tile" \
-  --space 'block_M=16,32,64;block_C=32,40,64,80,128,160;num_stages=3,4;threads=128' \
-  --shapes 'M=302400,C=160;M=302400,C=320;M=302400,C=640' --arg eps=1e-6 \
-  --record "$out/tune-rmsnorm-two-pass-widths.json"
+  echo "== two-pass RMSNorm+SiLU, M=302400, chunk widths 32-160"
+  rms_tune 'block_M=16,32,64;block_C=32,40,64,80,128,160;num_stages=3,4;threads=128' \
+    tune-rmsnorm-two-pass-widths.json
 fi
 rm -rf "$work"
