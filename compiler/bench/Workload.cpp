@@ -500,7 +500,7 @@ std::optional<Launch> planLaunch(const tile::Kernel &tk, const thir::Kernel &k,
       uint64_t elems = 1;
       for (const tile::Expr &s : tp->tensor->shape) {
         auto v = evalTile(s, env);
-        const bool computed = !tile::asConstInt(s) && !std::holds_alternative<tile::VarRef>(s->op);
+        const bool computed = tile::isComputedDim(s);
         if (!v || (!computed && *v <= 0)) {
           error = fmt::format("the shape of tensor '{}' is not known from --shape", p.name);
           return std::nullopt;

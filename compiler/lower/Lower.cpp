@@ -57,7 +57,7 @@ std::optional<thir::Kernel> KernelLowering::run() {
       continue;
     for (size_t d = 0; d < p.tensor->shape.size(); ++d) {
       const tile::Expr &e = p.tensor->shape[d];
-      if (tile::isImm(e) || std::holds_alternative<tile::VarRef>(e->op))
+      if (!tile::isComputedDim(e))
         continue;
       thir::Expr value = hostExpr(e);
       if (!value)

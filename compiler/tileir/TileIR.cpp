@@ -55,6 +55,10 @@ std::optional<int64_t> asConstInt(const Expr &e) {
   return std::nullopt;
 }
 
+bool isComputedDim(const Expr &dim) {
+  return !asConstInt(dim) && !std::holds_alternative<VarRef>(dim->op);
+}
+
 bool Region::whole() const {
   for (size_t d = 0; d < dims.size(); ++d)
     if (dims[d].dropped || asConstInt(dims[d].begin) != 0 ||

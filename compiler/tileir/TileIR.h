@@ -291,6 +291,9 @@ Expr floatImm(double v, DType t = DType::Float32, SourceLoc loc = {});
 Expr varRef(VarPtr v, SourceLoc loc = {});
 /// Integer value of an expression made of immediates only (after folding), if it is one.
 std::optional<int64_t> asConstInt(const Expr &e);
+/// Whether a tensor dimension is computed from others (`K // 2`): neither a constant nor a
+/// symbolic name. The launch computes it from the dimensions passed and checks its range.
+bool isComputedDim(const Expr &dim);
 
 /// Human-readable dump for `--dump-after=tile-ir` and lit tests.
 std::string print(const Program &p);
