@@ -587,32 +587,32 @@ void KernelLowering::preloadChunk(const tile::For &f, const ChunkRef &c, int vec
     noteAlign(buf->paramIndex, align);
     int id = nextVar_++;
     thir::Expr whole = thir::globalLoad(buf->paramIndex, off, vt, align);
+    if (known) {
+      out.push_back({thir::DeclVar{id, vt, whole}});
+    } else {
+      // Only the chunk at a tensor's ragged end fails the check (a symbolic extent): the others
+      // take one vector load in place of a masked load per element.
+      std::vector<thir::Expr> elems;
+      for (int lane = 0; lane < vector; ++lane) {
+        bindChunk(f.vars, c, lane);
+        thir::Expr laneOff = offset(buf, ld.indices, {});
+        thir::Expr e = laneOff ? maskedGlobalLoad(buf, ld.indices, laneOff, {}) : nullptr;
+        if (!e)
+          break;
+        elems.push_back(std::move(e));
+      }
+      bindChunk(f.vars, c, 0);
+      if (elems.size() != static_cast<size_t>(vector))
+        return; // reported
+      std::vector<thir::Expr> zeros(vector, zeroOf(buf->dtype));
+      out.push_back({thir::DeclVar{id, vt, thir::makeVector(std::move(zeros))}});
+      out.push_back({thir::IfStmt{inb,
+                                  {{thir::AssignVar{id, whole}}},
+                                  {{thir::AssignVar{id, thir::makeVector(std::move(elems))}}}}});
+    }
     chunkLoads_[n] = {id, vt};
     if (!key.empty())
       cache->loads[{n, key}] = {id, vt};
-    if (known) {
-      out.push_back({thir::DeclVar{id, vt, whole}});
-      continue;
-    }
-    // Only the chunk at a tensor's ragged end fails the check (a symbolic extent): the others
-    // take one vector load in place of a masked load per element.
-    std::vector<thir::Expr> elems;
-    for (int lane = 0; lane < vector; ++lane) {
-      bindChunk(f.vars, c, lane);
-      thir::Expr laneOff = offset(buf, ld.indices, {});
-      thir::Expr e = laneOff ? maskedGlobalLoad(buf, ld.indices, laneOff, {}) : nullptr;
-      if (!e)
-        break;
-      elems.push_back(std::move(e));
-    }
-    bindChunk(f.vars, c, 0);
-    if (elems.size() != static_cast<size_t>(vector))
-      return;
-    std::vector<thir::Expr> zeros(vector, zeroOf(buf->dtype));
-    out.push_back({thir::DeclVar{id, vt, thir::makeVector(std::move(zeros))}});
-    out.push_back({thir::IfStmt{inb,
-                                {{thir::AssignVar{id, whole}}},
-                                {{thir::AssignVar{id, thir::makeVector(std::move(elems))}}}}});
   }
 }
 

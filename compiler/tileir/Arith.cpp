@@ -85,10 +85,9 @@ std::optional<std::pair<int64_t, int64_t>> narrowRange(DType t) {
 /// `v` converted to the integer dtype `t` as a run-time conversion does: the low bits, read
 /// as signed or unsigned by `t`.
 int64_t wrapTo(int64_t v, DType t) {
-  auto range = narrowRange(t);
-  if (!range)
-    return v;
   const int bits = dtypeBits(t);
+  if (bits >= 64)
+    return v;
   uint64_t low = static_cast<uint64_t>(v) & ((uint64_t{1} << bits) - 1);
   if (isSigned(t) && (low >> (bits - 1)) != 0)
     return static_cast<int64_t>(low) - (int64_t{1} << bits);
