@@ -264,6 +264,21 @@ thir::Expr KernelLowering::soleWriter(const FragmentLayout &l, int64_t slot, thi
   }
 }
 
+FragmentLayout KernelLowering::flatWalk(const tile::BufferPtr &b) const {
+  FragmentLayout walk;
+  walk.kind = FragmentLayout::Kind::Flat;
+  walk.shape = constShape(b);
+  walk.threads = k_.threads;
+  return walk;
+}
+
+thir::Expr KernelLowering::soleChunkWriter(const FragmentLayout &l, const ChunkRef &ch) {
+  thir::Expr mine = soleWriter(l, ch.slot0, thir::special(thir::Special::ThreadIdxX));
+  if (!mine)
+    return ch.guard;
+  return ch.guard ? thir::binary(thir::BinOp::And, ch.guard, mine) : mine;
+}
+
 void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thir::Body &out) {
   const tile::BufferPtr &dst = a.dst.buffer;
   const bool shared = dst->scope == tile::Scope::Shared;
@@ -344,10 +359,7 @@ void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thi
     copyGlobal(s, a.dst, fragmentEnd(src.buffer), /*toGlobal=*/true, out, a.op);
     return;
   }
-  FragmentLayout walk;
-  walk.kind = FragmentLayout::Kind::Flat;
-  walk.shape = constShape(src.buffer);
-  walk.threads = k_.threads;
+  FragmentLayout walk = flatWalk(src.buffer);
   copyGlobal(s, a.dst, sharedEnd(src.buffer, walk), /*toGlobal=*/true, out, a.op);
 }
 
@@ -361,21 +373,13 @@ void KernelLowering::atomicIntoShared(const tile::Stmt &s, const tile::Atomic &a
   }
   // Each element of the tile is added by the thread that holds it (a fragment) or that a walk
   // of the source buffer gives it; replicated values by one thread.
-  FragmentLayout walk;
-  walk.kind = FragmentLayout::Kind::Flat;
-  walk.shape = constShape(src);
-  walk.threads = k_.threads;
+  const FragmentLayout walk = flatWalk(src);
   const bool fromFragment = isOnChip(src);
   const FragmentLayout &l = fromFragment ? fragmentLayouts_.at(src->id) : walk;
   TileEnd from = fromFragment ? fragmentEnd(src) : sharedEnd(src, walk);
   const thir::SmemRegion region = sharedRegion(dst);
-  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
   for (const ChunkRef &ch : chunksOf(l)) {
-    thir::Expr cond = ch.guard;
-    if (l.kind == FragmentLayout::Kind::Replicated) {
-      thir::Expr mine = thir::binary(thir::BinOp::Eq, tid, i32(ch.slot0 % l.threads));
-      cond = cond ? thir::binary(thir::BinOp::And, cond, mine) : mine;
-    }
+    thir::Expr cond = soleChunkWriter(l, ch);
     thir::Body updates;
     for (int64_t lane = 0; lane < l.vector; ++lane)
       updates.push_back(
@@ -428,10 +432,7 @@ void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::B
     const tile::BufferPtr &sh = srcShared ? src.buffer : dst.buffer;
     const tile::BufferPtr &gl = srcShared ? dst.buffer : src.buffer;
     // A coalesced walk of the shared tile: chunks of up to 16 bytes on both sides.
-    FragmentLayout walk;
-    walk.kind = FragmentLayout::Kind::Flat;
-    walk.shape = constShape(sh);
-    walk.threads = k_.threads;
+    FragmentLayout walk = flatWalk(sh);
     int v = 16 / std::max(dtypeBytes(sh->dtype), dtypeBytes(gl->dtype));
     while (v > 1 && walk.shape.back() % v != 0)
       v /= 2;
@@ -446,16 +447,12 @@ void KernelLowering::lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::B
       return refuse(" (different shapes)");
     const FragmentLayout &l = fragmentLayouts_.at(frag->id);
     TileEnd f = fragmentEnd(frag), m = sharedEnd(sh, l);
-    thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
     for (const ChunkRef &ch : chunksOf(l)) {
       thir::Body *target = &out;
       thir::IfStmt guard;
-      thir::Expr cond = ch.guard;
       // Replicated values are written to shared memory once, by one thread.
-      if (srcChip && l.kind == FragmentLayout::Kind::Replicated) {
-        thir::Expr mine = thir::binary(thir::BinOp::Eq, tid, i32(ch.slot0 % l.threads));
-        cond = cond ? thir::binary(thir::BinOp::And, cond, mine) : mine;
-      }
+      thir::Expr cond =
+          srcChip && l.kind == FragmentLayout::Kind::Replicated ? soleChunkWriter(l, ch) : ch.guard;
       if (cond) {
         guard.cond = cond;
         target = &guard.then;

@@ -293,6 +293,11 @@ private:
   void copyGlobal(const tile::Stmt &s, const tile::Region &glob, const TileEnd &chip, bool toGlobal,
                   thir::Body &out, std::optional<AtomicOp> atomic = std::nullopt);
   void lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thir::Body &out);
+  /// A walk of buffer `b`'s elements by the block's threads (Flat, one element a step).
+  analysis::FragmentLayout flatWalk(const tile::BufferPtr &b) const;
+  /// Which threads write chunk `ch` of a tile in layout `l` to memory they share: its guard, and
+  /// of a value several threads hold only one of them (soleWriter).
+  thir::Expr soleChunkWriter(const analysis::FragmentLayout &l, const ChunkRef &ch);
   /// atomic_OP(shared buffer, tile): one shared atomic per element of the tile.
   void atomicIntoShared(const tile::Stmt &s, const tile::Atomic &a, thir::Body &out);
   /// Whether `e` differs between the threads of a block outside Parallel loops: it reads

@@ -15,35 +15,45 @@ using namespace gputest;
 namespace {
 
 /// tile_atomics: per block of 32 rows, the sum (atomic_add from a fragment) and the maximum
-/// (atomic_max from a shared buffer) of X's 64-column chunks, zero past C, exactly: each
-/// element is updated by one thread, chunk after chunk, so the float32 sums round in the order
-/// the CPU adds.
+/// (atomic_max from a shared buffer) of X's 64-column chunks, zero past C, and the sum of the
+/// chunks' row sums (atomic_add from a fragment of row values). X holds small integers, so
+/// every sum is exact in whatever order the GPU adds.
 int checkTileAtomics(std::mt19937 &rng) {
   int failures = 0;
+  std::uniform_int_distribution<int> small(-8, 8);
   for (auto [M, C] : {std::pair<int64_t, int64_t>{33, 100}, {1000, 64}, {77, 1000}}) {
-    std::vector<float> x = randomFloats(static_cast<size_t>(M * C), rng);
-    std::vector<float> sum(static_cast<size_t>(M * 64), 0.0f), mx(sum.size(), -INFINITY);
+    std::vector<float> x(static_cast<size_t>(M * C));
+    for (float &v : x)
+      v = static_cast<float>(small(rng));
+    std::vector<float> sum(static_cast<size_t>(M * 64), 0.0f), mx(sum.size(), -INFINITY),
+        rows(static_cast<size_t>(M), 0.0f);
     for (int64_t i = 0; i < M; ++i)
       for (int64_t c = 0; c < (C + 63) / 64; ++c)
         for (int64_t j = 0; j < 64; ++j) {
           float v = c * 64 + j < C ? x[i * C + c * 64 + j] : 0.0f;
           sum[i * 64 + j] += v;
           mx[i * 64 + j] = std::max(mx[i * 64 + j], v);
+          rows[i] += v;
         }
     DeviceBuffer dx = upload(x);
-    const size_t bytes = sum.size() * 4;
-    DeviceBuffer ds = poisoned(bytes + kSlackBytes), dm = poisoned(bytes + kSlackBytes);
-    CK(tile::shared_atomics::tile_atomics(nullptr, dx, ds, dm, M, C));
+    const size_t bytes = sum.size() * 4, rowBytes = rows.size() * 4;
+    DeviceBuffer ds = poisoned(bytes + kSlackBytes), dm = poisoned(bytes + kSlackBytes),
+                 dr = poisoned(rowBytes + kSlackBytes);
+    CK(tile::shared_atomics::tile_atomics(nullptr, dx, ds, dm, dr, M, C));
     CK(cuCtxSynchronize());
     std::vector<float> gotS = download<float>(ds, sum.size()),
-                       gotM = download<float>(dm, sum.size());
+                       gotM = download<float>(dm, sum.size()),
+                       gotR = download<float>(dr, rows.size());
     int wrong = 0;
     for (size_t e = 0; e < sum.size(); ++e)
       wrong += std::memcmp(&gotS[e], &sum[e], 4) != 0 || std::memcmp(&gotM[e], &mx[e], 4) != 0;
-    bool tails = tailIntact(ds, bytes) && tailIntact(dm, bytes);
+    for (size_t r = 0; r < rows.size(); ++r)
+      wrong += std::memcmp(&gotR[r], &rows[r], 4) != 0;
+    bool tails = tailIntact(ds, bytes) && tailIntact(dm, bytes) && tailIntact(dr, rowBytes);
     bool ok = wrong == 0 && tails;
-    std::printf("tile_atomics M=%lld C=%lld: %d wrong of %zu%s %s\n", static_cast<long long>(M),
-                static_cast<long long>(C), wrong, 2 * sum.size(),
+    std::printf("tile_atomics M=%lld C=%lld: %d wrong of %zu (row 0 sum %g/%g)%s %s\n",
+                static_cast<long long>(M), static_cast<long long>(C), wrong,
+                2 * sum.size() + rows.size(), gotR[0], rows[0],
                 tails ? "" : " (wrote past the end)", ok ? "PASS" : "FAIL");
     failures += !ok;
   }
