@@ -35,6 +35,20 @@ build)
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen/sm_80" --arch sm_80 --embed ptx \
       --namespace "tile::sm80::$sample" --emit cubin,ptx,header,layout
   done
+  # Persistent builds (--persistent): gemm_relu as written, gemm_bias_gelu at 128x256x64,
+  # flash_attention and its causal form.
+  mkdir -p "$gpu/gen/persistent"
+  "$tilec" compile "$root/samples/gemm_relu.tile" -o "$gpu/gen/persistent" --persistent \
+    --namespace tile::persistent::gemm_relu --emit cubin,ptx,header,layout
+  "$tilec" compile "$root/samples/gemm_bias_gelu.tile" -o "$gpu/gen/persistent" --persistent \
+    -D block_N=256 -D block_K=64 --namespace tile::persistent::gemm_bias_gelu \
+    --emit cubin,ptx,header,layout
+  "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/persistent" --persistent \
+    --namespace tile::persistent::flash_attention --emit cubin,ptx,header,layout
+  mkdir -p "$gpu/gen/persistent_causal"
+  "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/persistent_causal" \
+    --persistent -D causal=True --namespace tile::persistent::flash_causal \
+    --emit cubin,ptx,header,layout
   # The W4A16 sample in its decode and large-M configurations, and through the sm_80 path.
   w4=$root/samples/dequant_gemm_w4a16.tile
   mkdir -p "$gpu/gen/w4_small" "$gpu/gen/w4_large" "$gpu/gen/w4_sm80"

@@ -398,10 +398,11 @@ bool isHeaderName(std::string_view s) {
 
 /// Everything the header needs to say about one kernel, from every image it was compiled into.
 struct KernelEntry {
-  const thir::Kernel *kernel;      // from the first image (names, parameters, grid)
-  std::vector<int> alignBytes;     // per parameter: the most any image assumes
-  unsigned threads = 0;            // the most any image uses
-  unsigned dynamicSharedBytes = 0; // the most any image uses
+  const thir::Kernel *kernel;         // from the first image (names, parameters, grid)
+  std::vector<int> alignBytes;        // per parameter: the most any image assumes
+  unsigned threads = 0;               // the most any image uses
+  unsigned dynamicSharedBytes = 0;    // the most any image uses
+  unsigned persistentBlocksPerSM = 0; // the most any image uses (0: none is persistent)
 };
 
 void appendKernel(std::string &out, const KernelEntry &e, size_t index) {
@@ -422,6 +423,12 @@ void appendKernel(std::string &out, const KernelEntry &e, size_t index) {
   out += fmt::format("  static constexpr unsigned threads_per_block = {};\n", e.threads);
   out +=
       fmt::format("  static constexpr unsigned dynamic_shared_bytes = {};\n", e.dynamicSharedBytes);
+  out += fmt::format(
+      "  /// Blocks per SM a persistent kernel is launched on: then the launch runs at most\n"
+      "  /// this many times the device's SMs, each block walking grid()'s blocks (0: one\n"
+      "  /// block per grid block).\n"
+      "  static constexpr unsigned persistent_blocks_per_sm = {};\n",
+      e.persistentBlocksPerSM);
   out += "  /// The launch grid for these arguments (its extents as computed, before the checks).\n"
          "  static ::tilec::rt::Grid grid(";
   bool first = true;
@@ -438,6 +445,10 @@ void appendKernel(std::string &out, const KernelEntry &e, size_t index) {
   for (size_t i = 0; i < 3; ++i)
     if (k.grid[i])
       out += fmt::format("/// grid.{} = {}\n", "xyz"[i], thir::printExpr(k.grid[i], k));
+  if (e.persistentBlocksPerSM)
+    out += fmt::format(
+        "/// Persistent: launched on at most {} blocks per SM, each walking the grid.\n",
+        e.persistentBlocksPerSM);
   std::vector<ParamCode> code;
   for (size_t i = 0; i < k.params.size(); ++i) {
     thir::Param p = k.params[i];
@@ -579,6 +590,8 @@ std::vector<KernelEntry> mergeKernels(const std::vector<HeaderImage> &images) {
       entries[i].threads = std::max(entries[i].threads, static_cast<unsigned>(k.threads));
       entries[i].dynamicSharedBytes =
           std::max(entries[i].dynamicSharedBytes, static_cast<unsigned>(k.dynamicSharedBytes));
+      entries[i].persistentBlocksPerSM = std::max(entries[i].persistentBlocksPerSM,
+                                                  static_cast<unsigned>(k.persistentBlocksPerSM));
     }
   }
 
@@ -642,8 +655,8 @@ std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderO
                         a.archSpecific ? "true" : "false",
                         img.kind == BinaryKind::Cubin ? "Cubin" : "Ptx", i);
     for (const thir::Kernel &k : img.module->kernels)
-      body +=
-          fmt::format("        {{\"{}\", {}u, {}u}},\n", k.name, k.threads, k.dynamicSharedBytes);
+      body += fmt::format("        {{\"{}\", {}u, {}u, {}u}},\n", k.name, k.threads,
+                          k.dynamicSharedBytes, k.persistentBlocksPerSM);
     body += "    }}},\n";
   }
   body += "}};\n\n";

@@ -100,6 +100,7 @@ bool runPlanShared(Compilation &c) {
 bool runLowerToThreadIR(Compilation &c) {
   lower::Options lo;
   lo.target = c.target;
+  lo.persistent = c.opts.persistent;
   c.lowered = lower::lowerToThreadIR(*c.program, c.plan, c.diags, lo);
   return c.lowered.has_value();
 }

@@ -19,6 +19,9 @@ namespace tilec::lower {
 
 struct Options {
   target::TargetInfo target = target::defaultTarget();
+  /// Warp-specialized kernels walk their grid on as many blocks as fit on the device at once
+  /// (the producer loads the next tile while the consumers finish the last).
+  bool persistent = false;
 };
 
 /// A decision lowering took, kept for the layout report.

@@ -422,9 +422,18 @@ void KernelLowering::lowerUseSwizzle(const tile::UseSwizzle &u, thir::Body &out)
   // or rows (order="row"), so that consecutive blocks share operand tiles in L2.
   thir::Expr gx = thir::special(thir::Special::GridDimX),
              gy = thir::special(thir::Special::GridDimY);
-  thir::Expr bx = thir::special(thir::Special::BlockIdxX),
-             by = thir::special(thir::Special::BlockIdxY);
-  thir::Expr id = add(thir::binary(thir::BinOp::Mul, by, gx), bx);
+  thir::Expr id;
+  if (persistentTile_) {
+    gx = persistentTile_->gx;
+    gy = persistentTile_->gy;
+    // The tile's place in its z slice of the grid.
+    id =
+        thir::binary(thir::BinOp::Mod, persistentTile_->id, thir::binary(thir::BinOp::Mul, gx, gy));
+  } else {
+    thir::Expr bx = thir::special(thir::Special::BlockIdxX),
+               by = thir::special(thir::Special::BlockIdxY);
+    id = add(thir::binary(thir::BinOp::Mul, by, gx), bx);
+  }
   int64_t P = u.panelSize;
   thir::Expr along = u.colOrder ? gy : gx; // blocks per panel line
   thir::Expr across = u.colOrder ? gx : gy;
@@ -441,6 +450,24 @@ void KernelLowering::lowerUseSwizzle(const tile::UseSwizzle &u, thir::Body &out)
   out.push_back({thir::DeclVar{ny, Type{DType::Int32}, u.colOrder ? alongIdx : inPanel}});
   bindings_[k_.blockIndices[0]->id].value = thir::var(nx, Type{DType::Int32});
   bindings_[k_.blockIndices[1]->id].value = thir::var(ny, Type{DType::Int32});
+}
+
+void KernelLowering::bindPersistentTile(thir::Expr t, thir::Expr gx, thir::Expr gy,
+                                        thir::Body &out) {
+  persistentTile_ = PersistentTile{t, gx, gy};
+  Type i32t{DType::Int32};
+  // t < gx gy gz, so the last axis needs no remainder.
+  const int axes = static_cast<int>(k_.grid.size());
+  const thir::Expr index[3] = {
+      axes > 1 ? thir::binary(thir::BinOp::Mod, t, gx) : t,
+      axes > 2 ? thir::binary(thir::BinOp::Mod, thir::binary(thir::BinOp::FloorDiv, t, gx), gy)
+               : thir::binary(thir::BinOp::FloorDiv, t, gx),
+      thir::binary(thir::BinOp::FloorDiv, t, thir::binary(thir::BinOp::Mul, gx, gy))};
+  for (const tile::VarPtr &b : k_.blockIndices) {
+    int v = nextVar_++;
+    out.push_back({thir::DeclVar{v, i32t, index[b->index]}});
+    bindings_[b->id].value = thir::var(v, i32t);
+  }
 }
 
 } // namespace tilec::lower::detail

@@ -355,6 +355,14 @@ private:
   /// reporting a fragment it cannot stage. The caller synchronizes before reading it.
   bool stageOperand(const tile::Stmt &s, const tile::BufferPtr &a, thir::Body &out);
   void lowerUseSwizzle(const tile::UseSwizzle &u, thir::Body &out);
+  /// A persistent kernel's current tile: its number in the grid (x fastest) and the grid's
+  /// extents, which replace blockIdx and gridDim for the block indices (null: not persistent).
+  struct PersistentTile {
+    thir::Expr id, gx, gy;
+  };
+  std::optional<PersistentTile> persistentTile_;
+  /// Binds the block indices to tile `t` of a persistent kernel (x fastest, then y, then z).
+  void bindPersistentTile(thir::Expr t, thir::Expr gx, thir::Expr gy, thir::Body &out);
   /// Keeps wgmma groups this many deep in flight (a warp-specialized loop's gemm in flight).
   int wgmmaPending_ = 0;
 

@@ -159,45 +159,106 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   bool rasterized = !plan.gemmInFlight;
   for (const tile::Stmt &st : k_.body)
     rasterized = rasterized || std::holds_alternative<tile::UseSwizzle>(st.op);
-  if (!rasterized)
-    lowerUseSwizzle(tile::UseSwizzle{kDefaultSwizzlePanel, true}, out);
-  // The statements before the loop run in every thread (plan-pipelines checked they only bind
-  // values and clear registers), except the consumer prologue; the loop and the rest run in the
-  // consumers.
-  const tile::Stmt *loopStmt = nullptr;
   size_t next = 0;
-  for (; next < k_.body.size(); ++next) {
-    const tile::Stmt &st = k_.body[next];
-    if (auto *f = std::get_if<tile::For>(&st.op);
-        f && pipelines_.count(f) && &pipelines_.at(f) == &plan) {
-      loopStmt = &st;
+  while (next < k_.body.size()) {
+    auto *f = std::get_if<tile::For>(&k_.body[next].op);
+    if (f && pipelines_.count(f) && &pipelines_.at(f) == &plan)
       break;
-    }
-    if (std::find(plan.consumerPrologue.begin(), plan.consumerPrologue.end(), &st) ==
-        plan.consumerPrologue.end())
-      lowerStmt(st, out, {});
-    if (failed_)
-      return;
+    ++next;
   }
-  if (!loopStmt)
+  if (next == k_.body.size())
     throw std::logic_error("the warp-specialized loop is not a statement of the kernel body");
+  const tile::Stmt *loopStmt = &k_.body[next];
   const tile::For &f = std::get<tile::For>(loopStmt->op);
-  thir::Expr begin = lowerExpr(f.begins[0], {}), extent = lowerExpr(f.extents[0], {});
-  if (!begin || !extent)
-    return;
   Type i32t{DType::Int32};
-  begin = thir::cast(begin, i32t);
-  int nVar = nextVar_++;
-  out.push_back({thir::DeclVar{nVar, i32t, thir::cast(extent, i32t)}});
-  thir::Expr n = thir::var(nVar, i32t);
-  // Where iteration `it` stands in the rings: its slot, the slot's phase parity, its version of
-  // the buffers, and (G > 1) whether it is the first or the last iteration of its slot.
+  // What a block does before the loop, for each tile: the default rasterization, then the
+  // statements before the loop (plan-pipelines checked they only bind values and clear
+  // registers), except the consumer prologue, which only `consumer` code runs; then the loop's
+  // bounds. Without persistence this runs once in every thread.
+  thir::Expr begin, n;
+  auto prelude = [&](bool consumer, thir::Body &into) {
+    if (!rasterized)
+      lowerUseSwizzle(tile::UseSwizzle{kDefaultSwizzlePanel, true}, into);
+    for (size_t i = 0; i < next && !failed_; ++i)
+      if (std::find(plan.consumerPrologue.begin(), plan.consumerPrologue.end(), &k_.body[i]) ==
+          plan.consumerPrologue.end())
+        lowerStmt(k_.body[i], into, {});
+    for (const tile::Stmt *st : plan.consumerPrologue)
+      if (consumer && !failed_)
+        lowerStmt(*st, into, {});
+    begin = lowerExpr(f.begins[0], {});
+    thir::Expr extent = lowerExpr(f.extents[0], {});
+    if (!begin || !extent)
+      return false;
+    begin = thir::cast(begin, i32t);
+    int nVar = nextVar_++;
+    into.push_back({thir::DeclVar{nVar, i32t, thir::cast(extent, i32t)}});
+    n = thir::var(nVar, i32t);
+    return !failed_;
+  };
+  // A persistent block walks tiles blockIdx.x, + gridDim.x, ... of the grid; its iterations
+  // go on through the rings from one tile to the next (`base` counts those of earlier tiles,
+  // rounded up to whole slots), so that the producer fills the slots the consumers freed while
+  // they finish the previous tile.
+  const bool persistent = opts_.persistent;
+  thir::Expr base, gx, gy, tiles;
+  if (persistent) {
+    thir::Expr extent[3];
+    for (size_t i = 0; i < 3; ++i) {
+      extent[i] = i < k_.grid.size() ? lowerExpr(k_.grid[i], {}) : i32(1);
+      if (!extent[i])
+        return;
+      int v = nextVar_++;
+      out.push_back({thir::DeclVar{v, i32t, thir::cast(extent[i], i32t)}});
+      extent[i] = thir::var(v, i32t);
+    }
+    gx = extent[0];
+    gy = extent[1];
+    int v = nextVar_++;
+    out.push_back({thir::DeclVar{
+        v, i32t,
+        thir::binary(thir::BinOp::Mul, thir::binary(thir::BinOp::Mul, gx, gy), extent[2])}});
+    tiles = thir::var(v, i32t);
+  } else if (!prelude(false, out)) {
+    return;
+  }
+  // `work` for each of the block's tiles (persistent), or once.
+  auto forEachTile = [&](bool consumer, thir::Body &into, auto &&work) {
+    if (!persistent) {
+      work(into);
+      return;
+    }
+    int baseVar = nextVar_++;
+    into.push_back({thir::DeclVar{baseVar, i32t, i32(0)}});
+    base = thir::var(baseVar, i32t);
+    thir::ForStmt loop;
+    loop.var = nextVar_++;
+    loop.varType = i32t;
+    loop.begin = thir::special(thir::Special::BlockIdxX);
+    loop.end = tiles;
+    loop.step = thir::special(thir::Special::GridDimX);
+    std::set<int> savedDeclared = declaredHere_;
+    bindPersistentTile(thir::var(loop.var, i32t), gx, gy, loop.body);
+    if (!prelude(consumer, loop.body))
+      return;
+    work(loop.body);
+    thir::Expr slots = G == 1 ? n : mul(quot(add(n, i32(G - 1)), G), G);
+    loop.body.push_back({thir::AssignVar{baseVar, add(base, slots)}});
+    declaredHere_ = savedDeclared;
+    persistentTile_.reset();
+    base = nullptr;
+    into.push_back({std::move(loop)});
+  };
+  // Where iteration `it` of the current tile stands in the rings: its slot, the slot's phase
+  // parity, its version of the buffers, and (G > 1) whether it is the first or the last
+  // iteration of its slot.
   struct RingPosition {
     thir::Expr slot, phase, version, first, last;
   };
   auto position = [&](thir::Expr it) {
-    thir::Expr round = G == 1 ? it : quot(it, G);
-    RingPosition p{rem(round, S), rem(quot(round, S), 2), rem(it, S * G), nullptr, nullptr};
+    thir::Expr all = base ? add(base, it) : it;
+    thir::Expr round = G == 1 ? all : quot(all, G);
+    RingPosition p{rem(round, S), rem(quot(round, S), 2), rem(all, S * G), nullptr, nullptr};
     if (G > 1) {
       p.first = eq(rem(it, G), i32(0));
       p.last = thir::binary(thir::BinOp::Or, eq(rem(it, G), i32(G - 1)), eq(it, sub(n, i32(1))));
@@ -279,9 +340,9 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   };
   thir::IfStmt which{tma, {}, {}};
   thir::IfStmt leader{eq(tid, i32(C)), {}, {}};
-  producerLoop(true, leader.then);
+  forEachTile(false, leader.then, [&](thir::Body &into) { producerLoop(true, into); });
   which.then.push_back({std::move(leader)});
-  producerLoop(false, which.otherwise);
+  forEachTile(false, which.otherwise, [&](thir::Body &into) { producerLoop(false, into); });
   producer.push_back({std::move(which)});
   if (failed_)
     return;
@@ -290,17 +351,19 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   thir::Body &consumer = roles.otherwise;
   barrierThreads_ = C;
   for (const tile::Stmt *st : plan.consumerPrologue) {
+    if (persistent || failed_)
+      break;
     lowerStmt(*st, consumer, {});
-    if (failed_)
-      return;
   }
+  if (failed_)
+    return;
   const tile::Gemm *inFlight = nullptr;
   if (plan.gemmInFlight)
     for (const tile::Stmt &st : f.body)
       if (auto *g = std::get_if<tile::Gemm>(&st.op); g && !g->clearAccum && isOnChip(g->c.buffer) &&
                                                      fragmentLayouts_.at(g->c.buffer->id).warpgroup)
         inFlight = g;
-  {
+  auto consumerTile = [&](thir::Body &into) {
     thir::ForStmt loop = countingLoop(nextVar_++, n);
     thir::Expr it = thir::var(loop.var, i32t);
     RingPosition at = position(it);
@@ -319,12 +382,9 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     // its own group before it releases the previous slot.
     wgmmaPending_ = inFlight ? G : 0;
     std::set<const tile::Stmt *> issued(plan.copies.begin(), plan.copies.end());
-    for (const tile::Stmt &st : f.body) {
-      if (failed_)
-        return;
-      if (!issued.count(&st))
+    for (const tile::Stmt &st : f.body)
+      if (!issued.count(&st) && !failed_)
         lowerStmt(st, loop.body, {});
-    }
     wgmmaPending_ = 0;
     if (inFlight) {
       // The group of iteration it - 1 has completed (wait_group 1, in the wgmma or after it):
@@ -344,15 +404,23 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     }
     for (const tile::Stmt *st : plan.copies)
       stageOffset_.erase(std::get<tile::Copy>(st->op).dst.buffer->id);
-    consumer.push_back({std::move(loop)});
-    if (inFlight)
-      consumer.push_back({thir::WgmmaWait{0, slotVars_.at(inFlight->c.buffer->id)}});
-  }
-  for (size_t i = next + 1; i < k_.body.size(); ++i) {
-    if (failed_)
-      return;
-    lowerStmt(k_.body[i], consumer, {});
-  }
+    into.push_back({std::move(loop)});
+    if (inFlight) {
+      into.push_back({thir::WgmmaWait{0, slotVars_.at(inFlight->c.buffer->id)}});
+      // A persistent block's next tile goes on through the rings: the last slot is free now.
+      if (persistent) {
+        RingPosition last = position(sub(n, i32(1)));
+        into.push_back({thir::IfStmt{thir::binary(thir::BinOp::Gt, n, i32(0)),
+                                     {{thir::MbarrierArrive{empty(last.slot), nullptr}}},
+                                     {}}});
+      }
+    }
+    for (size_t i = next + 1; i < k_.body.size() && !failed_; ++i)
+      lowerStmt(k_.body[i], into, {});
+  };
+  forEachTile(true, consumer, consumerTile);
+  if (failed_)
+    return;
   barrierThreads_ = 0;
   // Occupancy is known once the whole kernel is lowered: its shared memory and fragments.
   int64_t fragmentRegisters = 0;
@@ -361,6 +429,8 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   const int blocks = blocksPerSM(C, out_.dynamicSharedBytes, fragmentRegisters, opts_.target);
   if (blocks > 1)
     out_.minBlocksPerSM = blocks;
+  if (persistent)
+    out_.persistentBlocksPerSM = blocks;
   if (auto split = registerSplit(C, blocks, opts_.target)) {
     producer.insert(producer.begin(), {thir::SetMaxNReg{false, split->first}});
     consumer.insert(consumer.begin(), {thir::SetMaxNReg{true, split->second}});

@@ -409,6 +409,10 @@ struct Kernel {
   /// Blocks that must fit on one SM together (launch bounds `.minnctapersm`); 0 leaves it to
   /// ptxas. With setmaxnreg it fixes the registers a thread holds at entry.
   int minBlocksPerSM = 0;
+  /// Persistent kernels walk their grid themselves (a block's tiles are blockIdx.x, + gridDim.x,
+  /// ... of the grid's blocks in x-major order): the launch runs min(the grid's blocks, SMs x
+  /// this) blocks along x. 0: one block per grid block.
+  int persistentBlocksPerSM = 0;
   std::vector<DimCheck> dimChecks;
 };
 

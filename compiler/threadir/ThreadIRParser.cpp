@@ -202,6 +202,8 @@ private:
     k.dynamicSharedBytes = intField("dynamic_smem");
     if (cur_.isIdent("blocks_per_sm"))
       k.minBlocksPerSM = intField("blocks_per_sm");
+    if (cur_.isIdent("persistent"))
+      k.persistentBlocksPerSM = intField("persistent");
     if (cur_.isIdent("checks")) {
       advance();
       expectPunct("=");

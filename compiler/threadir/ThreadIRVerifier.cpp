@@ -139,6 +139,8 @@ private:
         static_cast<int64_t>(k.minBlocksPerSM) * k.threads > 2048)
       error(&k, fmt::format("{} blocks of {} threads per SM (at most 2048 threads, 32 blocks)",
                             k.minBlocksPerSM, k.threads));
+    if (k.persistentBlocksPerSM < 0 || k.persistentBlocksPerSM > 32)
+      error(&k, fmt::format("{} persistent blocks per SM (at most 32)", k.persistentBlocksPerSM));
     if (k.dynamicSharedBytes < 0)
       error(&k, fmt::format("negative dynamic shared memory size {}", k.dynamicSharedBytes));
     for (const Expr &g : k.grid)

@@ -32,6 +32,7 @@ namespace {
 
 std::mutex mutex;
 std::map<int, std::pair<int, int>> capabilities;
+constexpr int kMultiprocessors = 132;            // every device's, as an H200's
 std::vector<std::unique_ptr<CUctx_st>> contexts; // never freed: handles stay distinct
 std::vector<std::unique_ptr<CUmod_st>> modules;
 std::vector<std::unique_ptr<CUfunc_st>> functions;
@@ -173,7 +174,16 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev) 
   std::lock_guard<std::mutex> lock(mutex);
   auto it = capabilities.find(dev);
   std::pair<int, int> cc = it == capabilities.end() ? std::pair<int, int>{9, 0} : it->second;
-  *pi = attrib == CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR ? cc.first : cc.second;
+  switch (attrib) {
+  case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
+    *pi = kMultiprocessors;
+    break;
+  case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
+    *pi = cc.first;
+    break;
+  default:
+    *pi = cc.second;
+  }
   return CUDA_SUCCESS;
 }
 CUresult cuModuleLoadData(CUmodule *module, const void *image) {

@@ -9,7 +9,8 @@
 extern "C" {
 #endif
 
-/// Sets device `device`'s compute capability (every device starts as 9.0).
+/// Sets device `device`'s compute capability (every device starts as 9.0; every device has 132
+/// multiprocessors).
 void fake_cuda_set_capability(int device, int major, int minor);
 /// Creates a context on `device` and makes it current on the calling thread.
 CUcontext fake_cuda_create_context(int device);

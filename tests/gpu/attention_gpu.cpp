@@ -5,6 +5,8 @@
 #include "gpu_common.h"
 #include "mla/mla_decode.h"
 #include "mla16/mla_decode_split.h"
+#include "persistent/flash_attention.h"
+#include "persistent_causal/flash_attention.h"
 #include "sm_80/flash_attention.h"
 #include "sm_80/mla_decode_split.h"
 #include "sm_90a/flash_attention.h"
@@ -186,6 +188,15 @@ int main() {
                        1000, 2, false, true);
   failures += runFlash("flash sm_90a", tile::flash_attention::flash_attention, false, rng, 1, 1000,
                        4, false);
+  // Persistent builds (--persistent): each block walks several (batch, head, row block) tiles.
+  failures += runFlash("flash persist", tile::persistent::flash_attention::flash_attention, false,
+                       rng, 2, 300, 3, false);
+  failures += runFlash("flash causal persist", tile::persistent::flash_causal::flash_attention,
+                       true, rng, 1, 1000, 2, false);
+  failures += runFlash("flash persist", tile::persistent::flash_attention::flash_attention, false,
+                       rng, 8, 4096, 16, true);
+  failures += runFlash("flash causal persist", tile::persistent::flash_causal::flash_attention,
+                       true, rng, 8, 4096, 16, true);
   failures += runFlash("flash sm_90a", tile::flash_attention::flash_attention, false, rng, 8, 4096,
                        16, true);
   failures += runFlash("flash causal sm_90a", tile::flash_causal::flash_attention, true, rng, 8,

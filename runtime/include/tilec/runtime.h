@@ -42,6 +42,9 @@ struct KernelSpec {
   const char *name;            // symbol in the module
   unsigned threads;            // block size (1-D)
   unsigned dynamicSharedBytes; // raised above the 48 KB default at load when needed
+  /// A persistent kernel walks the grid's blocks itself: it is launched with at most this many
+  /// blocks per SM of the device (0: one block per grid block).
+  unsigned persistentBlocksPerSM = 0;
 };
 
 enum class ImageKind { Cubin, Ptx };
@@ -272,7 +275,8 @@ template <std::size_t N> struct ContextModule {
   std::atomic<unsigned long long> key{0};
   CUcontext context = nullptr;
   CUmodule module = nullptr;
-  std::size_t image = 0; // index into the header's images
+  std::size_t image = 0;   // index into the header's images
+  int multiprocessors = 0; // of the context's device, for persistent launches
   std::array<CUfunction, N> functions{};
 };
 
@@ -363,6 +367,13 @@ inline CUresult load(ModuleState<N> &state, const std::array<Image<N>, M> &image
   CUresult r = cuCtxGetCurrent(&context);
   if (r != CUDA_SUCCESS)
     return fail(r, nullptr, nullptr, "cuCtxGetCurrent failed");
+  CUdevice device = 0;
+  int multiprocessors = 0;
+  r = cuCtxGetDevice(&device);
+  if (r == CUDA_SUCCESS)
+    r = cuDeviceGetAttribute(&multiprocessors, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device);
+  if (r != CUDA_SUCCESS)
+    return fail(r, nullptr, nullptr, "cannot query the current device's multiprocessor count");
   CUmodule module = nullptr;
   r = cuModuleLoadData(&module, image.data);
   if (r != CUDA_SUCCESS)
@@ -382,6 +393,7 @@ inline CUresult load(ModuleState<N> &state, const std::array<Image<N>, M> &image
   slot.context = context;
   slot.module = module;
   slot.image = picked;
+  slot.multiprocessors = multiprocessors;
   slot.key.store(key, std::memory_order_release);
   state.used.store(used + 1, std::memory_order_release);
   loaded = &slot;
@@ -423,7 +435,8 @@ inline const char *loadedImage(const ModuleState<N> &state, const std::array<Ima
 }
 
 /// Checks the grid, loads lazily into the current context, then launches kernel `index` on a
-/// 1-D block with the facts of the image loaded there.
+/// 1-D block with the facts of the image loaded there (a persistent kernel on as many blocks of
+/// the grid as fit on the device at once).
 template <std::size_t N, std::size_t M>
 inline CUresult launch(ModuleState<N> &state, const std::array<Image<N>, M> &images,
                        std::size_t index, const Grid &grid, CUstream stream, void **args) {
@@ -436,8 +449,21 @@ inline CUresult launch(ModuleState<N> &state, const std::array<Image<N>, M> &ima
     return r;
   }
   const KernelSpec &spec = images[loaded->image].kernels[index];
-  CUresult r = cuLaunchKernel(loaded->functions[index], static_cast<unsigned>(grid.x),
-                              static_cast<unsigned>(grid.y), static_cast<unsigned>(grid.z),
+  Grid launched = grid;
+  if (spec.persistentBlocksPerSM > 0) {
+    // checkGrid bounds the product below 2^63; the kernel numbers the blocks in 32 bits.
+    const std::int64_t blocks = grid.x * grid.y * grid.z;
+    if (blocks > 2147483647)
+      return fail(CUDA_ERROR_INVALID_VALUE, kernel, "grid",
+                  "a persistent kernel's grid holds more than 2^31 - 1 blocks", ValueKind::Integer,
+                  blocks);
+    const std::int64_t resident =
+        static_cast<std::int64_t>(loaded->multiprocessors > 0 ? loaded->multiprocessors : 1) *
+        spec.persistentBlocksPerSM;
+    launched = {blocks < resident ? blocks : resident, 1, 1};
+  }
+  CUresult r = cuLaunchKernel(loaded->functions[index], static_cast<unsigned>(launched.x),
+                              static_cast<unsigned>(launched.y), static_cast<unsigned>(launched.z),
                               spec.threads, 1, 1, spec.dynamicSharedBytes, stream, args, nullptr);
   if (r != CUDA_SUCCESS)
     return fail(r, kernel, nullptr, "cuLaunchKernel failed");

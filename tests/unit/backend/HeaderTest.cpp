@@ -149,7 +149,7 @@ TEST_CASE("header text follows the contract") {
   CHECK(contains(h, "// sm_90a cubin, 7 bytes.\nalignas(64) inline constexpr unsigned char "
                     "kImage0[] = {\n    0x7f, 0x45, 0x4c, 0x46, 0x00, 0x01, 0x02,\n};"));
   CHECK(contains(h, "{\"sm_90a cubin\", 9, 0, true, ::tilec::rt::ImageKind::Cubin, kImage0, {{\n"
-                    "        {\"vector_add\", 256u, 0u},\n"));
+                    "        {\"vector_add\", 256u, 0u, 0u},\n"));
   CHECK(contains(h, "inline ::CUresult load() {"));
   CHECK(contains(h, "inline void unload() {"));
   CHECK(contains(h, "inline const char *last_error() {"));

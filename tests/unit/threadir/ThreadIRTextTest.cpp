@@ -51,6 +51,7 @@ Module everything() {
   k.threads = 256;
   k.dynamicSharedBytes = 65536;
   k.minBlocksPerSM = 2;
+  k.persistentBlocksPerSM = 1;
   k.params = {{"A", ParamKind::Tensor, DType::Float16, 8, {}},
               {"out", ParamKind::Tensor, DType::Float32, 16, {}},
               {"alpha", ParamKind::Scalar, DType::Float32, 0, {}},
@@ -308,11 +309,13 @@ TEST_CASE("the verifier reports what codegen would treat as a compiler bug") {
   Parsed bad = parse("module m\nkernel k() threads=2048 grid=(threadIdx.x, none, none) "
                      "dynamic_smem=0 {\n}\nkernel k() threads=32 grid=(none, none, none) "
                      "dynamic_smem=0 {\n}\nkernel j() threads=1024 grid=(none, none, none) "
-                     "dynamic_smem=0 blocks_per_sm=3 {\n}\n");
+                     "dynamic_smem=0 blocks_per_sm=3 {\n}\nkernel p() threads=32 grid=(none, none, "
+                     "none) dynamic_smem=0 persistent=33 {\n}\n");
   CHECK(has(bad.diagnostics, "t.thir:2:1: error: block size 2048 outside 1..1024"));
   CHECK(
       has(bad.diagnostics,
           "t.thir:6:1: error: 3 blocks of 1024 threads per SM (at most 2048 threads, 32 blocks)"));
+  CHECK(has(bad.diagnostics, "t.thir:8:1: error: 33 persistent blocks per SM (at most 32)"));
   CHECK(has(bad.diagnostics, "t.thir:2:31: error: a grid expression may only use"));
   CHECK(has(bad.diagnostics, "t.thir:4:1: error: two kernels named 'k'"));
 }
