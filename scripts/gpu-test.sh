@@ -35,13 +35,13 @@ build)
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen/sm_80" --arch sm_80 --embed ptx \
       --namespace "tile::sm80::$sample" --emit cubin,ptx,header,layout
   done
-  # Persistent builds (--persistent): gemm_relu as written, gemm_bias_gelu at 128x256x64,
-  # flash_attention and its causal form.
-  mkdir -p "$gpu/gen/persistent"
-  "$tilec" compile "$root/samples/gemm_relu.tile" -o "$gpu/gen/persistent" --persistent \
-    --namespace tile::persistent::gemm_relu --emit cubin,ptx,header,layout
-  "$tilec" compile "$root/samples/gemm_bias_gelu.tile" -o "$gpu/gen/persistent" --persistent \
-    -D block_N=256 -D block_K=64 --namespace tile::persistent::gemm_bias_gelu \
+  # GEMMs are persistent by default: their one-block-per-tile form (--no-persistent), gemm_relu as
+  # written and gemm_bias_gelu at 128x256x64; attention is not: its persistent form.
+  mkdir -p "$gpu/gen/persistent" "$gpu/gen/tiled"
+  "$tilec" compile "$root/samples/gemm_relu.tile" -o "$gpu/gen/tiled" --no-persistent \
+    --namespace tile::tiled::gemm_relu --emit cubin,ptx,header,layout
+  "$tilec" compile "$root/samples/gemm_bias_gelu.tile" -o "$gpu/gen/tiled" --no-persistent \
+    -D block_N=256 -D block_K=64 --namespace tile::tiled::gemm_bias_gelu \
     --emit cubin,ptx,header,layout
   "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/persistent" --persistent \
     --namespace tile::persistent::flash_attention --emit cubin,ptx,header,layout

@@ -27,9 +27,11 @@ struct DriverOptions {
   bool fastMath = false;
   /// Keep a * b + c as two rounded operations (no fused multiply-add).
   bool noFma = false;
-  /// Warp-specialized kernels are persistent: launched on as many blocks as fit on the device,
-  /// each walking the grid's tiles.
+  /// --persistent / --no-persistent: every warp-specialized kernel is persistent (launched on as
+  /// many blocks as fit on the device, each walking the grid's tiles), or none is; neither: the
+  /// GEMM loops are.
   bool persistent = false;
+  bool noPersistent = false;
   /// What the header embeds: "cubin" (machine code for --arch only) or "ptx" (compiled by the
   /// driver at load, so it also runs on newer GPUs, e.g. an sm_80 build on an H200).
   std::string embed = "cubin";

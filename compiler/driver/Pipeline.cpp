@@ -100,7 +100,9 @@ bool runPlanShared(Compilation &c) {
 bool runLowerToThreadIR(Compilation &c) {
   lower::Options lo;
   lo.target = c.target;
-  lo.persistent = c.opts.persistent;
+  lo.persistence = c.opts.persistent     ? lower::Persistence::On
+                   : c.opts.noPersistent ? lower::Persistence::Off
+                                         : lower::Persistence::Gemm;
   c.lowered = lower::lowerToThreadIR(*c.program, c.plan, c.diags, lo);
   return c.lowered.has_value();
 }

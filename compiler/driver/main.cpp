@@ -125,10 +125,14 @@ int main(int argc, char **argv) {
                     "float32 '/' as IEEE division (default: div.full.f32, at most 2 ulp)");
   compile->add_flag("--fast-math", opts.fastMath,
                     "tanh and sigmoid by tanh.approx.f32 (relative error ~2^-11, default ~1e-6)");
-  compile->add_flag("--persistent", opts.persistent,
-                    "warp-specialized (sm_90a) kernels run on as many blocks as fit on the GPU, "
-                    "each walking the grid's tiles (the producer loads the next tile during the "
-                    "last one's epilogue)");
+  auto *persistent = compile->add_flag(
+      "--persistent", opts.persistent,
+      "every warp-specialized (sm_90a) kernel runs on as many blocks as fit on the GPU, each "
+      "walking the grid's tiles (default: GEMM loops only)");
+  compile
+      ->add_flag("--no-persistent", opts.noPersistent,
+                 "every warp-specialized kernel launches one block per grid block")
+      ->excludes(persistent);
   compile->add_flag("--no-fma", opts.noFma,
                     "keep a * b + c as two rounded operations (default: may fuse into one fma, "
                     "as nvcc --fmad=true)");

@@ -17,11 +17,14 @@
 
 namespace tilec::lower {
 
+enum class Persistence { Gemm, On, Off };
+
 struct Options {
   target::TargetInfo target = target::defaultTarget();
-  /// Warp-specialized kernels walk their grid on as many blocks as fit on the device at once
-  /// (the producer loads the next tile while the consumers finish the last).
-  bool persistent = false;
+  /// Which warp-specialized kernels walk their grid on as many blocks as fit on the device at
+  /// once (the producer loads the next tile while the consumers finish the last): GEMM loops
+  /// (copies and one gemm) by default, every one (On) or none (Off).
+  Persistence persistence = Persistence::Gemm;
 };
 
 /// A decision lowering took, kept for the layout report.

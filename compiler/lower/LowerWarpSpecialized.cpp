@@ -200,7 +200,8 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   // go on through the rings from one tile to the next (`base` counts those of earlier tiles,
   // rounded up to whole slots), so that the producer fills the slots the consumers freed while
   // they finish the previous tile.
-  const bool persistent = opts_.persistent;
+  const bool persistent = opts_.persistence == Persistence::On ||
+                          (opts_.persistence == Persistence::Gemm && plan.gemmInFlight);
   thir::Expr base, gx, gy, tiles;
   if (persistent) {
     thir::Expr extent[3];

@@ -3,12 +3,12 @@
 // float64 CPU reference on fresh random inputs with a poisoned output at ragged and square
 // sizes, and time at 4096^3 (the cuBLAS peer is measured by scripts/peers.py in the same run).
 #include "gpu_common.h"
-#include "persistent/gemm_bias_gelu.h"
-#include "persistent/gemm_relu.h"
 #include "sm_80/gemm_bias_gelu.h"
 #include "sm_80/gemm_relu.h"
 #include "sm_90a/gemm_bias_gelu.h"
 #include "sm_90a/gemm_relu.h"
+#include "tiled/gemm_bias_gelu.h"
+#include "tiled/gemm_relu.h"
 
 using namespace gputest;
 
@@ -120,11 +120,12 @@ int main() {
                         {128, 256, 64, true},
                         {333, 517, 200, true},
                         {4096, 4096, 4096, false}};
-  // Persistent builds walk more tiles than fit on the GPU at once (4096^3: 512 tiles of 128x256,
-  // 1024 of 128x128), with ragged edges (1000^3, 333x517x200) and a single tile.
+  // The sm_90a builds are persistent: they walk more tiles than fit on the GPU at once (4096^3:
+  // 1024 tiles of 128x128), with ragged edges (1000^3, 333x517x200) and a single tile. "tiled":
+  // --no-persistent, one block per tile (gemm_bias_gelu at 128x256x64).
   for (const Case &c : cases) {
-    failures += runRelu("persist", tile::persistent::gemm_relu::matmul_relu, rng, c);
-    failures += runGelu("persist", tile::persistent::gemm_bias_gelu::gemm_bias_gelu, rng, c);
+    failures += runRelu("tiled", tile::tiled::gemm_relu::matmul_relu, rng, c);
+    failures += runGelu("tiled", tile::tiled::gemm_bias_gelu::gemm_bias_gelu, rng, c);
   }
   for (const Case &c : cases) {
     failures += runRelu("sm_90a", tile::gemm_relu::matmul_relu, rng, c);

@@ -1,4 +1,4 @@
-// A persistent kernel (gemm_bias_gelu compiled with --persistent, 128 x 128 tiles) is launched on
+// A persistent kernel (gemm_bias_gelu, a GEMM and so persistent by default, 128 x 128 tiles) is launched on
 // min(its grid's blocks, the SMs times its blocks per SM) blocks along x: the fake driver's
 // devices have 132 SMs.
 #include "gemm_bias_gelu.h"
