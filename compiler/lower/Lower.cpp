@@ -277,6 +277,8 @@ bool KernelLowering::dependsOnLanes(const tile::Expr &e, const LaneContext &lc) 
 }
 
 thir::Expr KernelLowering::lowerExpr(const tile::Expr &e, const LaneContext &lc, bool scalarIndex) {
+  if (!knownTrue_.empty() && knownTrue_.count(e.get()))
+    return thir::constInt(1, DType::Bool);
   LaneContext scalar = lc;
   if (scalarIndex || !dependsOnLanes(e, lc))
     scalar.lanes = 1;

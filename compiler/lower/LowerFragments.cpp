@@ -467,32 +467,46 @@ bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For 
     else
       shareLoads = shareLoads && std::holds_alternative<tile::Let>(st.op);
   }
-  for (const ChunkRef &c : chunksOf(l)) {
-    thir::Body *target = &out;
-    thir::IfStmt guard;
-    if (c.guard) {
-      guard.cond = c.guard;
-      target = &guard.then;
+  auto lowerChunks = [&](thir::Body &into) {
+    for (const ChunkRef &c : chunksOf(l)) {
+      thir::Body *target = &into;
+      thir::IfStmt guard;
+      if (c.guard) {
+        guard.cond = c.guard;
+        target = &guard.then;
+      }
+      chunkLoads_.clear();
+      if (l.vector > 1 && l.distributed())
+        preloadChunk(f, c, l.vector, *target, c.guard || !shareLoads ? nullptr : &loopLoads);
+      for (int64_t lane = 0; lane < l.vector && !failed_; ++lane) {
+        bindChunk(f.vars, c, lane);
+        currentLane_ = lane;
+        element_ = ElementContext{&l, loopVarIds, c.slot0 + lane, c.rowIter};
+        lowerBody(f.body, *target, {});
+        element_.reset();
+        // Per-element temporaries end with the element.
+        declaredHere_ = savedDeclared;
+        for (auto it = letVars_.begin(); it != letVars_.end();)
+          it = outerLets.count(it->first) ? std::next(it) : letVars_.erase(it);
+      }
+      chunkLoads_.clear();
+      if (c.guard)
+        into.push_back({std::move(guard)});
+      if (failed_)
+        break;
     }
-    chunkLoads_.clear();
-    if (l.vector > 1 && l.distributed())
-      preloadChunk(f, c, l.vector, *target, c.guard || !shareLoads ? nullptr : &loopLoads);
-    for (int64_t lane = 0; lane < l.vector && !failed_; ++lane) {
-      bindChunk(f.vars, c, lane);
-      currentLane_ = lane;
-      element_ = ElementContext{&l, loopVarIds, c.slot0 + lane, c.rowIter};
-      lowerBody(f.body, *target, {});
-      element_.reset();
-      // Per-element temporaries end with the element.
-      declaredHere_ = savedDeclared;
-      for (auto it = letVars_.begin(); it != letVars_.end();)
-        it = outerLets.count(it->first) ? std::next(it) : letVars_.erase(it);
-    }
-    chunkLoads_.clear();
-    if (c.guard)
-      out.push_back({std::move(guard)});
-    if (failed_)
-      break;
+  };
+  // Masks that hold on the whole tile (away from a ragged edge or a causal diagonal) are known
+  // true in a first copy of the loop, behind one branch that every thread takes alike.
+  if (auto uniform = tileUniformConditions(f)) {
+    thir::IfStmt unswitched{uniform->guard, {}, {}};
+    knownTrue_ = std::move(uniform->known);
+    lowerChunks(unswitched.then);
+    knownTrue_.clear();
+    lowerChunks(unswitched.otherwise);
+    out.push_back({std::move(unswitched)});
+  } else {
+    lowerChunks(out);
   }
   inParallel_ = false;
   analysis::ParallelLayout pl;

@@ -270,6 +270,16 @@ private:
   thir::Expr fragmentRead(const tile::Expr &e, const tile::Load &op);
   void fragmentWrite(const tile::Stmt &s, const tile::Store &st, thir::Expr value, thir::Body &out);
   bool lowerFragmentParallel(const tile::Stmt &s, const tile::For &f, thir::Body &out);
+  /// LowerUnswitch.cpp: the comparisons of `f`'s body that are affine in its variables and
+  /// `guard`, a block-uniform condition under which every one of them holds at every iteration
+  /// (none: nothing to unswitch).
+  struct UniformConditions {
+    thir::Expr guard;
+    std::set<const tile::Node *> known;
+  };
+  std::optional<UniformConditions> tileUniformConditions(const tile::For &f);
+  /// Comparisons lowering takes as true (the fast copy of an unswitched Parallel loop).
+  std::set<const tile::Node *> knownTrue_;
   void lowerReplicatedParallel(const tile::Stmt &s, const tile::For &f, thir::Body &out);
   // ---- LowerCopy.cpp: copies between global memory, shared memory and fragments ------------
   void lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::Body &out);
