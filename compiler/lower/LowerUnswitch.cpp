@@ -57,7 +57,8 @@ public:
   }
 
   std::optional<Linear> operator()(const tile::Expr &e) const {
-    if (!e || !isInteger(e->dtype))
+    // Signed only: the guard computes in 64 bits, where an unsigned wrap-around would differ.
+    if (!e || !isInteger(e->dtype) || !isSigned(e->dtype))
       return std::nullopt;
     if (auto *c = std::get_if<tile::IntImm>(&e->op)) {
       Linear l;
