@@ -8,6 +8,7 @@
 #include <array>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 namespace tilec::bench {
 
@@ -422,11 +423,23 @@ std::optional<RunResult> Runner::run(const Launch &launch, std::string_view imag
       std::memcpy(slots[i].bytes, &on, 4);
     }
 
+  // A persistent kernel walks the grid on as many blocks as fit, as the header launches it.
+  std::array<int64_t, 3> grid = launch.grid;
+  if (k.persistentBlocksPerSM > 0) {
+    const int64_t blocks = grid[0] * grid[1] * grid[2];
+    if (blocks > std::numeric_limits<int32_t>::max()) {
+      error = fmt::format("'{}' is persistent and its grid holds {} blocks, more than 2^31 - 1",
+                          k.name, blocks);
+      return std::nullopt;
+    }
+    const int64_t resident =
+        static_cast<int64_t>(std::max(info_.multiprocessors, 1)) * k.persistentBlocksPerSM;
+    grid = {std::min(blocks, resident), 1, 1};
+  }
   auto launchOnce = [&]() {
-    return cu.launchKernel(fn, static_cast<unsigned>(launch.grid[0]),
-                           static_cast<unsigned>(launch.grid[1]),
-                           static_cast<unsigned>(launch.grid[2]), static_cast<unsigned>(k.threads),
-                           1, 1, static_cast<unsigned>(k.dynamicSharedBytes), nullptr,
+    return cu.launchKernel(fn, static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),
+                           static_cast<unsigned>(grid[2]), static_cast<unsigned>(k.threads), 1, 1,
+                           static_cast<unsigned>(k.dynamicSharedBytes), nullptr,
                            args.empty() ? nullptr : args.data(), nullptr);
   };
   // The first launch alone, so that its outputs can be read before repetitions change them.
