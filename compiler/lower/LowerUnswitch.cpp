@@ -6,6 +6,7 @@
 // (FlashAttention-3's mask-free loops away from the diagonal).
 #include "lower/LowerImpl.h"
 
+#include "tileir/Arith.h"
 #include "tileir/OpInterface.h"
 
 #include <map>
@@ -14,88 +15,18 @@ namespace tilec::lower::detail {
 
 namespace {
 
-/// sum(coef[v] * v) + sum(factor * term) + constant, each term an expression free of the loop's
-/// variables and of the body's own lets.
-struct Linear {
-  std::map<int, int64_t> coef;
-  std::vector<std::pair<tile::Expr, int64_t>> terms;
-  int64_t constant = 0;
-
-  Linear &scale(int64_t c) {
-    for (auto &[v, k] : coef)
-      k *= c;
-    for (auto &t : terms)
-      t.second *= c;
-    constant *= c;
-    return *this;
-  }
-  Linear &add(const Linear &o) {
-    for (auto [v, k] : o.coef)
-      coef[v] += k;
-    terms.insert(terms.end(), o.terms.begin(), o.terms.end());
-    constant += o.constant;
-    return *this;
-  }
-};
-
-class Linearizer {
-public:
-  Linearizer(const std::set<int> &loopVars, const std::set<int> &bodyLets)
-      : loopVars_(loopVars), bodyLets_(bodyLets) {}
-
-  /// Whether `e` is the same for every iteration of the loop (no loop variable, no let of the
-  /// body, no load).
-  bool uniform(const tile::Expr &e) const {
-    bool ok = true;
-    tile::forEachNode(e, [&](const tile::Node &n) {
-      if (auto *r = std::get_if<tile::VarRef>(&n.op))
-        ok = ok && !loopVars_.count(r->var->id) && !bodyLets_.count(r->var->id);
-      ok = ok && !std::holds_alternative<tile::Load>(n.op) &&
-           !std::holds_alternative<tile::Shuffle>(n.op);
-    });
-    return ok;
-  }
-
-  std::optional<Linear> operator()(const tile::Expr &e) const {
-    // Signed only: the guard computes in 64 bits, where an unsigned wrap-around would differ.
-    if (!e || !isInteger(e->dtype) || !isSigned(e->dtype))
-      return std::nullopt;
-    if (auto *c = std::get_if<tile::IntImm>(&e->op)) {
-      Linear l;
-      l.constant = c->value;
-      return l;
-    }
-    if (auto *r = std::get_if<tile::VarRef>(&e->op); r && loopVars_.count(r->var->id)) {
-      Linear l;
-      l.coef[r->var->id] = 1;
-      return l;
-    }
-    if (auto *b = std::get_if<tile::Binary>(&e->op)) {
-      if (b->op == tile::BinOp::Add || b->op == tile::BinOp::Sub) {
-        auto x = (*this)(b->a), y = (*this)(b->b);
-        if (x && y)
-          return x->add(b->op == tile::BinOp::Sub ? y->scale(-1) : *y);
-      } else if (b->op == tile::BinOp::Mul) {
-        auto ca = tile::asConstInt(b->a), cb = tile::asConstInt(b->b);
-        if (cb)
-          if (auto x = (*this)(b->a))
-            return x->scale(*cb);
-        if (ca)
-          if (auto y = (*this)(b->b))
-            return y->scale(*ca);
-      }
-    }
-    if (uniform(e)) {
-      Linear l;
-      l.terms.push_back({e, 1});
-      return l;
-    }
-    return std::nullopt;
-  }
-
-private:
-  const std::set<int> &loopVars_, &bodyLets_;
-};
+/// Whether `e` is the same for every iteration of a loop: no loop variable, no let of the body,
+/// no load or shuffle.
+bool uniform(const tile::Expr &e, const std::set<int> &loopVars, const std::set<int> &bodyLets) {
+  bool ok = true;
+  tile::forEachNode(e, [&](const tile::Node &n) {
+    if (auto *r = std::get_if<tile::VarRef>(&n.op))
+      ok = ok && !loopVars.count(r->var->id) && !bodyLets.count(r->var->id);
+    ok = ok && !std::holds_alternative<tile::Load>(n.op) &&
+         !std::holds_alternative<tile::Shuffle>(n.op);
+  });
+  return ok;
+}
 
 } // namespace
 
@@ -116,7 +47,6 @@ KernelLowering::tileUniformConditions(const tile::For &f) {
     else if (!std::holds_alternative<tile::Store>(st.op))
       return std::nullopt; // nested control flow: keep the loop as it is
   }
-  Linearizer linear(loopVars, bodyLets);
   UniformConditions out;
   Type i64{DType::Int64};
   auto visit = [&](const tile::Node &n) {
@@ -126,15 +56,35 @@ KernelLowering::tileUniformConditions(const tile::For &f) {
     bool less = b->op == tile::BinOp::Lt || b->op == tile::BinOp::Le;
     if (!less && b->op != tile::BinOp::Gt && b->op != tile::BinOp::Ge)
       return;
-    auto x = linear(b->a), y = linear(b->b);
-    if (!x || !y)
+    // Signed integers only: the guard computes in 64 bits, where an unsigned wrap-around would
+    // differ.
+    bool signedOnly = true;
+    for (const tile::Expr *side : {&b->a, &b->b})
+      tile::forEachNode(*side, [&](const tile::Node &m) {
+        signedOnly = signedOnly && (!isInteger(m.dtype) || isSigned(m.dtype));
+      });
+    if (!signedOnly || !isInteger(b->a->dtype))
       return;
-    Linear d = x->add(y->scale(-1)); // a - b
+    auto d = tile::toAffine(tile::makeBinary(tile::BinOp::Sub, b->a, b->b)); // a - b
+    if (!d)
+      return;
+    std::map<int, int64_t> coef;
+    std::vector<std::pair<tile::Expr, int64_t>> terms;
+    for (const auto &[key, term] : d->terms) {
+      const auto &[factor, atom] = term;
+      auto *r = std::get_if<tile::VarRef>(&atom->op);
+      if (r && loopVars.count(r->var->id))
+        coef[r->var->id] = factor;
+      else if (uniform(atom, loopVars, bodyLets))
+        terms.push_back({atom, factor});
+      else
+        return;
+    }
     bool varies = false;
     // The corner where the comparison is tightest: d's largest value for < and <=, its smallest
     // for > and >=.
-    int64_t extreme = d.constant;
-    for (auto [v, c] : d.coef) {
+    int64_t extreme = d->constant;
+    for (auto [v, c] : coef) {
       if (c == 0)
         continue;
       varies = true;
@@ -144,7 +94,7 @@ KernelLowering::tileUniformConditions(const tile::For &f) {
     if (!varies)
       return;
     thir::Expr at = thir::constInt(extreme, DType::Int64);
-    for (const auto &[term, factor] : d.terms) {
+    for (const auto &[term, factor] : terms) {
       thir::Expr t = lowerExpr(term, {});
       if (!t)
         return;
