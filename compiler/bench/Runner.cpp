@@ -8,7 +8,6 @@
 #include <array>
 #include <cstring>
 #include <functional>
-#include <limits>
 
 namespace tilec::bench {
 
@@ -426,12 +425,8 @@ std::optional<RunResult> Runner::run(const Launch &launch, std::string_view imag
   // A persistent kernel walks the grid on as many blocks as fit, as the header launches it.
   std::array<int64_t, 3> grid = launch.grid;
   if (k.persistentBlocksPerSM > 0) {
+    // At most 2^31 - 1 blocks (Workload checked).
     const int64_t blocks = grid[0] * grid[1] * grid[2];
-    if (blocks > std::numeric_limits<int32_t>::max()) {
-      error = fmt::format("'{}' is persistent and its grid holds {} blocks, more than 2^31 - 1",
-                          k.name, blocks);
-      return std::nullopt;
-    }
     const int64_t resident =
         static_cast<int64_t>(std::max(info_.multiprocessors, 1)) * k.persistentBlocksPerSM;
     grid = {std::min(blocks, resident), 1, 1};

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 
 namespace tilec::bench {
 
@@ -539,6 +540,13 @@ std::optional<Launch> planLaunch(const tile::Kernel &tk, const thir::Kernel &k,
     error = fmt::format("kernel '{}' would launch a grid of {} x {} x {} blocks, beyond CUDA's "
                         "limits (2^31-1 x 65535 x 65535)",
                         k.name, l.grid[0], l.grid[1], l.grid[2]);
+    return std::nullopt;
+  }
+  // A persistent kernel numbers the grid's blocks in 32 bits (the header refuses the same).
+  if (k.persistentBlocksPerSM > 0 &&
+      l.grid[0] * l.grid[1] * l.grid[2] > std::numeric_limits<int32_t>::max()) {
+    error = fmt::format("kernel '{}' is persistent and would walk {} blocks, more than 2^31-1",
+                        k.name, l.grid[0] * l.grid[1] * l.grid[2]);
     return std::nullopt;
   }
   l.flops = kernelFlops(tk, env);
