@@ -10,6 +10,7 @@
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/OptBisect.h>
 #include <llvm/IR/Verifier.h>
@@ -21,6 +22,7 @@
 #include <llvm/TargetParser/Triple.h>
 #include <llvm/Transforms/Utils/Cloning.h>
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <stdexcept>
@@ -194,6 +196,7 @@ public:
     declareVars(k_.body);
     body(k_.body);
     b_.CreateRetVoid();
+    attachSharedAliasScopes();
   }
 
 private:
@@ -477,7 +480,54 @@ private:
   }
 
   void stmt(const thir::SharedStore &s) {
-    b_.CreateAlignedStore(expr(s.value), sharedAddress(s.byteOffset), naturalAlign(s.value->type));
+    auto *store = b_.CreateAlignedStore(expr(s.value), sharedAddress(s.byteOffset),
+                                        naturalAlign(s.value->type));
+    noteRegion(store, s.region);
+  }
+
+  void noteRegion(llvm::Instruction *access, const std::optional<thir::SmemRegion> &region) {
+    if (region)
+      regionAccesses_.emplace_back(access, *region);
+  }
+
+  /// Every shared access lowering placed in a region gets that region's alias scope and is
+  /// marked as not aliasing the regions disjoint from it. All buffers are offsets into one
+  /// extern array, so without this LLVM must assume a store to one buffer may change any other:
+  /// it reloads a value after every store to another buffer, and the load/store vectorizer stops
+  /// at such loads. Regions that overlap (buffers sharing bytes) keep aliasing each other.
+  void attachSharedAliasScopes() {
+    if (regionAccesses_.empty())
+      return;
+    llvm::MDBuilder mdb(ctx_);
+    llvm::MDNode *domain = mdb.createAliasScopeDomain(k_.name + ".smem");
+    std::vector<thir::SmemRegion> regions;
+    std::vector<llvm::MDNode *> scopes;
+    auto indexOf = [&](const thir::SmemRegion &r) {
+      auto it = std::find(regions.begin(), regions.end(), r);
+      if (it != regions.end())
+        return static_cast<size_t>(it - regions.begin());
+      regions.push_back(r);
+      scopes.push_back(mdb.createAliasScope(fmt::format("smem[{}, {})", r.begin, r.end), domain));
+      return regions.size() - 1;
+    };
+    std::vector<size_t> regionOf;
+    for (const auto &[access, region] : regionAccesses_)
+      regionOf.push_back(indexOf(region));
+    std::vector<llvm::MDNode *> scopeLists, noaliasLists;
+    for (size_t r = 0; r < regions.size(); ++r) {
+      std::vector<llvm::Metadata *> disjoint;
+      for (size_t q = 0; q < regions.size(); ++q)
+        if (regions[q].end <= regions[r].begin || regions[r].end <= regions[q].begin)
+          disjoint.push_back(scopes[q]);
+      scopeLists.push_back(llvm::MDNode::get(ctx_, {scopes[r]}));
+      noaliasLists.push_back(disjoint.empty() ? nullptr : llvm::MDNode::get(ctx_, disjoint));
+    }
+    for (size_t i = 0; i < regionAccesses_.size(); ++i) {
+      llvm::Instruction *access = regionAccesses_[i].first;
+      access->setMetadata(llvm::LLVMContext::MD_alias_scope, scopeLists[regionOf[i]]);
+      if (noaliasLists[regionOf[i]])
+        access->setMetadata(llvm::LLVMContext::MD_noalias, noaliasLists[regionOf[i]]);
+    }
   }
 
   /// The module's dynamic shared memory (one extern array that every kernel uses from 0).
@@ -752,8 +802,10 @@ private:
     return isF32 ? r : b_.CreateBitCast(r, valueType(n.type));
   }
   Value *exprOp(const thir::SharedLoad &l, const Node &n) {
-    return b_.CreateAlignedLoad(valueType(n.type), sharedAddress(l.byteOffset),
-                                naturalAlign(n.type));
+    auto *load =
+        b_.CreateAlignedLoad(valueType(n.type), sharedAddress(l.byteOffset), naturalAlign(n.type));
+    noteRegion(load, l.region);
+    return load;
   }
   Value *exprOp(const thir::LdMatrix &l, const Node &n) {
     llvm::Intrinsic::ID id = llvm::Intrinsic::nvvm_ldmatrix_sync_aligned_m8n8_x4_b16;
@@ -944,6 +996,7 @@ private:
   std::map<int, VarSlot> vars_;
   llvm::GlobalVariable *smem_ = nullptr;
   std::unordered_map<const Node *, Value *> cache_;
+  std::vector<std::pair<llvm::Instruction *, thir::SmemRegion>> regionAccesses_;
 };
 
 Value *KernelEmitter::unary(thir::UnOp op, Value *a, thir::Type t) {
