@@ -19,6 +19,9 @@
 #    RMS_SPACE and RMS_SHAPES replace the space and the shapes.
 # 5. rmsnorm-two-pass-widths (not in the default): the same, with chunk widths that are not
 #    powers of two (40, 80, 160 divide C = 160; 80 and 160 divide 320 and 640).
+# 6. w4a16 (not in the default): samples/dequant_gemm_w4a16.tile at the decode shape M=16,
+#    N=K=8192: tilec bench as written, a copy of the weights' and scales' bytes, tilec tune over
+#    W4_SPACE, and an Nsight Compute profile of the kernel as written (W4_DEFS adds -D options).
 # SECTIONS picks what runs (default "layernorm gemm gemm-as-written").
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -92,5 +95,23 @@ if has rmsnorm-two-pass-widths; then
   echo "== two-pass RMSNorm+SiLU, M=302400, chunk widths 32-160"
   rms_tune 'block_M=16,32,64;block_C=32,40,64,80,128,160;num_stages=3,4;threads=128' \
     tune-rmsnorm-two-pass-widths.json
+fi
+if has w4a16; then
+  echo "== W4A16 M=16 N=K=8192"
+  w4=$root/samples/dequant_gemm_w4a16.tile
+  # int4 weights (N K / 2 bytes) and float16 scales (K / 128 x N), read once
+  "$tilec" bench --copy $((8192 * 4096 + 64 * 8192 * 2)) --reps 30 | tail -n +2
+  "$tilec" bench "$w4" ${W4_DEFS:-} --shape M=16,N=8192,K=8192 --reps 30 | tail -n +2
+  /usr/bin/time -f "tune wall %e s" "$tilec" tune "$w4" ${W4_DEFS:-} \
+    --space "${W4_SPACE:-block_N=32,64,128;block_K=128,256;num_stages=2,4;threads=128,256}" \
+    --shapes 'M=16,N=8192,K=8192' --record "$out/tune-w4a16.json"
+  if command -v ncu >/dev/null; then
+    ncu --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+      --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+      --section InstructionStats -k regex:w4a16 -c 1 \
+      "$tilec" bench "$w4" ${W4_DEFS:-} --shape M=16,N=8192,K=8192 --warmup 1 --reps 1 \
+      > "$out/ncu-w4a16.txt" 2>&1
+    tail -n 150 "$out/ncu-w4a16.txt"
+  fi
 fi
 rm -rf "$work"
