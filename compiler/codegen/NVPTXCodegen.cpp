@@ -1,6 +1,7 @@
 #include "codegen/NVPTXCodegen.h"
 
 #include "codegen/MathLowering.h"
+#include "threadir/TrailingZeros.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -479,9 +480,17 @@ private:
     return llvm::Align(std::min(16, dtypeBytes(t.elem) * t.lanes));
   }
 
+  /// The alignment a shared access may claim: its type's, or more where every thread's offset
+  /// is a known multiple (dynamic shared memory starts on TargetInfo::sharedBufferAlign). The
+  /// load/store vectorizer merges a run of element accesses only from an aligned first one.
+  llvm::Align sharedAlign(const Expr &byteOffset, thir::Type t) {
+    int tz = std::min(trailingZeros_.of(byteOffset), 4);
+    return std::max(naturalAlign(t), llvm::Align(uint64_t{1} << tz));
+  }
+
   void stmt(const thir::SharedStore &s) {
     auto *store = b_.CreateAlignedStore(expr(s.value), sharedAddress(s.byteOffset),
-                                        naturalAlign(s.value->type));
+                                        sharedAlign(s.byteOffset, s.value->type));
     noteRegion(store, s.region);
   }
 
@@ -802,8 +811,8 @@ private:
     return isF32 ? r : b_.CreateBitCast(r, valueType(n.type));
   }
   Value *exprOp(const thir::SharedLoad &l, const Node &n) {
-    auto *load =
-        b_.CreateAlignedLoad(valueType(n.type), sharedAddress(l.byteOffset), naturalAlign(n.type));
+    auto *load = b_.CreateAlignedLoad(valueType(n.type), sharedAddress(l.byteOffset),
+                                      sharedAlign(l.byteOffset, n.type));
     noteRegion(load, l.region);
     return load;
   }
@@ -997,6 +1006,7 @@ private:
   llvm::GlobalVariable *smem_ = nullptr;
   std::unordered_map<const Node *, Value *> cache_;
   std::vector<std::pair<llvm::Instruction *, thir::SmemRegion>> regionAccesses_;
+  thir::TrailingZeros trailingZeros_;
 };
 
 Value *KernelEmitter::unary(thir::UnOp op, Value *a, thir::Type t) {
