@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace tilec::analysis {
@@ -43,7 +44,14 @@ struct SharedLayout {
     if (swizzleBytes == 0)
       return offset;
     // Byte bits 4.. ^= bits 7..: the swizzle of TMA and wgmma.
-    return offset ^ ((offset >> 7 & (swizzleBytes / 16 - 1)) << 4);
+    I chunkXor = (offset >> 7 & (swizzleBytes / 16 - 1)) << 4;
+    if constexpr (std::is_integral_v<I>)
+      return offset ^ chunkXor;
+    else
+      // The same value, written so that offsets that differ by a constant within a 16-byte
+      // chunk stay a constant apart after the XOR: LLVM's load/store vectorizer then sees
+      // adjacent accesses (a thread's run of 2-byte stores into one chunk becomes one vector).
+      return ((offset & ~int64_t{15}) ^ chunkXor) + (offset & 15);
   }
   bool panelled() const { return panelBytes != rowBytes; }
   /// Byte offset of byte `colByte` of row `row` from the start of the buffer.
