@@ -1359,7 +1359,12 @@ Result<bool> optimizeModule(llvm::Module &mod, const TargetOptions &opts) {
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
   llvm::ModuleAnalysisManager mam;
-  llvm::PassBuilder pb(tm->get());
+  // The SLP vectorizer pairs 16-bit float arithmetic into f16x2/bf16x2 instructions (NVPTX's
+  // only vector arithmetic): dequantization and the elementwise code around 16-bit tiles run
+  // two elements an instruction.
+  llvm::PipelineTuningOptions tuning;
+  tuning.SLPVectorization = true;
+  llvm::PassBuilder pb(tm->get(), tuning);
   pb.registerModuleAnalyses(mam);
   pb.registerCGSCCAnalyses(cgam);
   pb.registerFunctionAnalyses(fam);
