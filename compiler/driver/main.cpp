@@ -93,6 +93,24 @@ int main(int argc, char **argv) {
     cmd->add_option("-I", opts.includeDirs, "search DIR for imported modules (before the stdlib)")
         ->allow_extra_args(false);
   };
+  // How code is generated: compile, bench and tune take the same flags, so that what bench
+  // times and tune picks is what compile builds.
+  auto addCodegen = [&](CLI::App *cmd) {
+    cmd->add_flag("--precise-div", opts.preciseDiv,
+                  "float32 '/' as IEEE division (default: div.full.f32, at most 2 ulp)");
+    cmd->add_flag("--fast-math", opts.fastMath,
+                  "tanh and sigmoid by tanh.approx.f32 (relative error ~2^-11, default ~1e-6)");
+    auto *persistent = cmd->add_flag(
+        "--persistent", opts.persistent,
+        "every warp-specialized (sm_90a) kernel runs on as many blocks as fit on the GPU, each "
+        "walking the grid's tiles (default: GEMM loops only)");
+    cmd->add_flag("--no-persistent", opts.noPersistent,
+                  "every warp-specialized kernel launches one block per grid block")
+        ->excludes(persistent);
+    cmd->add_flag("--no-fma", opts.noFma,
+                  "keep a * b + c as two rounded operations (default: may fuse into one fma, "
+                  "as nvcc --fmad=true)");
+  };
   // check runs the first passes only; compile takes any pass (--print-pipeline lists them).
   std::vector<std::string> checkDumps = {"parse", "sema", "ast", "tile-ir"};
   CLI::App *check = app.add_subcommand("check", "parse and verify only");
@@ -121,21 +139,7 @@ int main(int argc, char **argv) {
                     "-MD: write a Make depfile listing the source and every imported module "
                     "(OUTDIR/STEM.d unless -MF names it)");
   compile->add_option("--MF", opts.depfile, "-MF FILE: the depfile's name (implies -MD)");
-  compile->add_flag("--precise-div", opts.preciseDiv,
-                    "float32 '/' as IEEE division (default: div.full.f32, at most 2 ulp)");
-  compile->add_flag("--fast-math", opts.fastMath,
-                    "tanh and sigmoid by tanh.approx.f32 (relative error ~2^-11, default ~1e-6)");
-  auto *persistent = compile->add_flag(
-      "--persistent", opts.persistent,
-      "every warp-specialized (sm_90a) kernel runs on as many blocks as fit on the GPU, each "
-      "walking the grid's tiles (default: GEMM loops only)");
-  compile
-      ->add_flag("--no-persistent", opts.noPersistent,
-                 "every warp-specialized kernel launches one block per grid block")
-      ->excludes(persistent);
-  compile->add_flag("--no-fma", opts.noFma,
-                    "keep a * b + c as two rounded operations (default: may fuse into one fma, "
-                    "as nvcc --fmad=true)");
+  addCodegen(compile);
   compile->add_option("--layout-detail", layoutDetail, "summary or full")
       ->check(CLI::IsMember({"summary", "full"}));
 
@@ -149,6 +153,7 @@ int main(int argc, char **argv) {
   CLI::App *benchCmd =
       app.add_subcommand("bench", "compile, then time the kernels on the GPU (Driver API)");
   addCommon(benchCmd);
+  addCodegen(benchCmd);
   // What bench and tune share: the target, the arguments, and how launches are timed.
   auto addRunOptions = [](CLI::App *cmd, std::string &arch, std::vector<std::string> &args,
                           std::string &kernel, tilec::bench::RunOptions &run, bool &noFlush,
@@ -193,6 +198,7 @@ int main(int argc, char **argv) {
       "tune", "compile every variant of a space of -D values, time each on the GPU, and write a "
               "header holding the fastest per shape");
   addCommon(tuneCmd);
+  addCodegen(tuneCmd);
   tuneCmd->add_option("--space", tuneSpace,
                       "the constants to vary: 'block_M=64,128;block_N=128,256;num_stages=3,4'");
   tuneCmd->add_option("--shapes", tuneShapes,
