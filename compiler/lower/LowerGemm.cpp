@@ -121,24 +121,7 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
     for (int id : slotVars_.at(C->id))
       out.push_back({thir::AssignVar{id, thir::constFloat(0.0, DType::Float32)}});
   Type x4{DType::Int32, 4}, x2{DType::Int32, 2};
-  // Each accumulator tile is a chain of dependent mma.sync over k. A warp with few tiles (a
-  // decode-shaped 16 x 16 warp tile has two) would wait out the full mma latency at every step,
-  // so consecutive k-steps go round-robin to zeroed partial accumulators until the warp has
-  // four chains, and the partials are added into the accumulator after the last step.
-  const int64_t chains = MI * NI, kSteps = K / 16;
-  const int64_t splits = std::min<int64_t>(kSteps, (4 + chains - 1) / chains);
-  std::vector<std::vector<int>> partial(splits); // partial[0] is the accumulator itself
-  for (int64_t sp = 1; sp < splits; ++sp)
-    for (int64_t i = 0; i < chains * 4; ++i) {
-      partial[sp].push_back(nextVar_++);
-      out.push_back({thir::DeclVar{partial[sp].back(), Type{DType::Float32},
-                                   thir::constFloat(0.0, DType::Float32)}});
-    }
-  auto accVar = [&](int64_t kk, int64_t slot) {
-    int64_t sp = kk % splits;
-    return sp == 0 ? slotVars_.at(C->id).at(slot) : partial[sp][slot];
-  };
-  for (int64_t kk = 0; kk < kSteps; ++kk) {
+  for (int64_t kk = 0; kk < K / 16; ++kk) {
     // A fragments (16 x 16 per m-tile), straight from the mma layout of ldmatrix.x4.
     std::vector<int> aVar;
     for (int64_t mi = 0; la && mi < MI; ++mi) {
@@ -199,24 +182,17 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
             thir::makeVector({thir::extractLane(bvec, first), thir::extractLane(bvec, first + 1)});
         std::vector<thir::Expr> cs;
         for (int i = 0; i < 4; ++i)
-          cs.push_back(thir::var(accVar(kk, slot + i), Type{DType::Float32}));
+          cs.push_back(slotVar(C, slot + i));
         int d = nextVar_++;
         Type f4{DType::Float32, 4};
         out.push_back({thir::DeclVar{
             d, f4, thir::mmaSync(thir::var(aVar[mi], x4), b, thir::makeVector(cs), A->dtype)}});
         for (int i = 0; i < 4; ++i)
-          out.push_back(
-              {thir::AssignVar{accVar(kk, slot + i), thir::extractLane(thir::var(d, f4), i)}});
+          out.push_back({thir::AssignVar{slotVars_.at(C->id).at(slot + i),
+                                         thir::extractLane(thir::var(d, f4), i)}});
       }
     }
   }
-  for (int64_t sp = 1; sp < splits; ++sp)
-    for (int64_t i = 0; i < chains * 4; ++i) {
-      int acc = slotVars_.at(C->id).at(i);
-      Type f32{DType::Float32};
-      out.push_back({thir::AssignVar{acc, thir::binary(thir::BinOp::Add, thir::var(acc, f32),
-                                                       thir::var(partial[sp][i], f32))}});
-    }
   if (A->scope != tile::Scope::Shared && !la)
     shared_.erase(A->id); // staged for this gemm only
 }
