@@ -102,6 +102,11 @@ if has w4a16; then
   # int4 weights (N K / 2 bytes) and float16 scales (K / 128 x N), read once
   "$tilec" bench --copy $((8192 * 4096 + 64 * 8192 * 2)) --reps 30 | tail -n +2
   "$tilec" bench "$w4" ${W4_DEFS:-} --shape M=16,N=8192,K=8192 --reps 30 | tail -n +2
+  # A ragged shape whose scale rows (517 float16) are no multiple of 16 bytes, so the launch
+  # takes the kernel's path without TMA, next to the nearest shape that keeps TMA.
+  for s in M=333,N=517,K=384 M=336,N=512,K=384; do
+    "$tilec" bench "$w4" ${W4_DEFS:-} --shape $s --reps 30 | tail -n +2
+  done
   /usr/bin/time -f "tune wall %e s" "$tilec" tune "$w4" ${W4_DEFS:-} \
     --space "${W4_SPACE:-block_N=32,64,128;block_K=128,256;num_stages=2,4;threads=128,256}" \
     --shapes 'M=16,N=8192,K=8192' --record "$out/tune-w4a16.json"
