@@ -21,7 +21,8 @@
 #    powers of two (40, 80, 160 divide C = 160; 80 and 160 divide 320 and 640).
 # 6. w4a16 (not in the default): samples/dequant_gemm_w4a16.tile at the decode shape M=16,
 #    N=K=8192: tilec bench as written, a copy of the weights' and scales' bytes, tilec tune over
-#    W4_SPACE, and an Nsight Compute profile of the kernel as written (W4_DEFS adds -D options).
+#    W4_SPACE, and Nsight Compute profiles of the kernel as written (sections, and warp-stall
+#    samples by SASS instruction through scripts/ncu_stalls.py; W4_DEFS adds -D options).
 # SECTIONS picks what runs (default "layernorm gemm gemm-as-written").
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -117,6 +118,11 @@ if has w4a16; then
       "$tilec" bench "$w4" ${W4_DEFS:-} --shape M=16,N=8192,K=8192 --warmup 1 --reps 1 \
       > "$out/ncu-w4a16.txt" 2>&1
     tail -n 150 "$out/ncu-w4a16.txt"
+    # Stall samples by SASS instruction (scripts/ncu_stalls.py).
+    ncu --set full -k regex:w4a16 -c 1 -o "$out/w4a16" \
+      "$tilec" bench "$w4" ${W4_DEFS:-} --shape M=16,N=8192,K=8192 --warmup 1 --reps 1 >/dev/null 2>&1
+    ncu -i "$out/w4a16.ncu-rep" --page source --csv --print-source sass > "$out/w4a16-sass.csv"
+    python3 "$root/scripts/ncu_stalls.py" "$out/w4a16-sass.csv" | tee "$out/ncu-w4a16-stalls.txt"
   fi
 fi
 rm -rf "$work"
