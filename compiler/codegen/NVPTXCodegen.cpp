@@ -605,6 +605,19 @@ private:
             "@!tilec_p bra tilec_wait;\n}",
             "r,r,", {sharedWindow(m.byteOffset), expr(m.parity)});
   }
+  // This warpgroup's and the other's barrier of a ping-pong turn (thir::WarpgroupTurn).
+  std::pair<Value *, Value *> turnBarriers(int barrier) {
+    Value *tid = math::callIntrinsic(b_, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {});
+    Value *w = b_.CreateAnd(b_.CreateLShr(tid, 7), 1);
+    return {b_.CreateAdd(b_.getInt32(barrier), w), b_.CreateSub(b_.getInt32(barrier + 1), w)};
+  }
+  void stmt(const thir::WarpgroupTurn &t) {
+    auto [own, other] = turnBarriers(t.barrier);
+    if (t.pass)
+      asmStmt("bar.arrive $0, 256;", "r,", {other});
+    else
+      asmStmt("bar.sync $0, 256;", "r,", {own});
+  }
   void stmt(const thir::FenceMbarrierInit &) {
     asmStmt("fence.mbarrier_init.release.cluster;", "", {});
   }
@@ -899,12 +912,30 @@ private:
     const char *aTy = ptxType(w.inputType), *bTy = ptxType(w.bType());
     // Only 16-bit inputs have the imm-trans operands (float8 operands are K-major).
     bool transOperands = !isFloat8(w.inputType);
-    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(next) +
-                       ", 0;\nwgmma.fence.sync.aligned;\n";
+    std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(next) + ", 0;\n";
     constraints += ",r";
     args.push_back(b_.getInt32(1));
     inTys.push_back(b_.getInt32Ty());
     ++next;
+    // A ping-pong turn: wait for this warpgroup's before the fence, hand it over after the
+    // commit (thir::Wgmma::turn).
+    std::string handOver;
+    if (w.turn.barrier >= 0) {
+      auto [own, other] = turnBarriers(w.turn.barrier);
+      if (w.turn.wait) {
+        text += fmt::format("bar.sync ${}, 256;\n", next++);
+        constraints += ",r";
+        args.push_back(own);
+        inTys.push_back(b_.getInt32Ty());
+      }
+      if (w.turn.pass) {
+        handOver = fmt::format("bar.arrive ${}, 256;\n", next++);
+        constraints += ",r";
+        args.push_back(other);
+        inTys.push_back(b_.getInt32Ty());
+      }
+    }
+    text += "wgmma.fence.sync.aligned;\n";
     for (const thir::WgmmaInstr &in : w.instrs) {
       std::string d;
       for (int j = 0; j < w.n / 2; ++j)
@@ -937,8 +968,8 @@ private:
                           "1, 1{};\n",
                           w.n, w.k(), aTy, bTy, d, a, bIdx, trans);
     }
-    text += fmt::format("wgmma.commit_group.sync.aligned;\nwgmma.wait_group.sync.aligned {};\n}}",
-                        w.pending);
+    text += fmt::format("wgmma.commit_group.sync.aligned;\n{}wgmma.wait_group.sync.aligned {};\n}}",
+                        handOver, w.pending);
     constraints += ",~{memory}";
     auto *retTy = llvm::StructType::get(ctx_, outTys);
     auto *fnTy = llvm::FunctionType::get(retTy, inTys, false);

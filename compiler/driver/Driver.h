@@ -32,6 +32,9 @@ struct DriverOptions {
   /// GEMM loops are.
   bool persistent = false;
   bool noPersistent = false;
+  /// --ping-pong: the consumer warpgroups of a warp-specialized loop with work beside its gemms
+  /// take turns issuing their wgmma (lower::Options::pingPong).
+  bool pingPong = false;
   /// What the header embeds: "cubin" (machine code for --arch only) or "ptx" (compiled by the
   /// driver at load, so it also runs on newer GPUs, e.g. an sm_80 build on an H200).
   std::string embed = "cubin";

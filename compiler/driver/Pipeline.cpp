@@ -103,6 +103,7 @@ bool runLowerToThreadIR(Compilation &c) {
   lo.persistence = c.opts.persistent     ? lower::Persistence::On
                    : c.opts.noPersistent ? lower::Persistence::Off
                                          : lower::Persistence::Gemm;
+  lo.pingPong = c.opts.pingPong;
   c.lowered = lower::lowerToThreadIR(*c.program, c.plan, c.diags, lo);
   return c.lowered.has_value();
 }

@@ -107,6 +107,10 @@ int main(int argc, char **argv) {
     cmd->add_flag("--no-persistent", opts.noPersistent,
                   "every warp-specialized kernel launches one block per grid block")
         ->excludes(persistent);
+    cmd->add_flag("--ping-pong", opts.pingPong,
+                  "the two consumer warpgroups of a warp-specialized loop with work beside its "
+                  "gemms take turns issuing their wgmma (FlashAttention-3's scheduler barriers; "
+                  "slower on the H200 so far, docs/results.md)");
     cmd->add_flag("--no-fma", opts.noFma,
                   "keep a * b + c as two rounded operations (default: may fuse into one fma, "
                   "as nvcc --fmad=true)");

@@ -25,6 +25,10 @@ struct Options {
   /// once (the producer loads the next tile while the consumers finish the last): GEMM loops
   /// (copies and one gemm) by default, every one (On) or none (Off).
   Persistence persistence = Persistence::Gemm;
+  /// Whether warp-specialized loops that plan-pipelines found fit for it run their two consumer
+  /// warpgroups in ping-pong (PipelinePlan::pingPong). Off by default: on the H200 attention
+  /// and MLA decode ran 3-17% slower with it (docs/results.md, 2026-12-02).
+  bool pingPong = false;
 };
 
 /// A decision lowering took, kept for the layout report.

@@ -368,11 +368,12 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
     acc.push_back(slotVar(C, slot));
   Type accType{DType::Float32, static_cast<int>(acc.size())};
   int d = nextVar_++;
-  out.push_back({thir::DeclVar{d, accType,
-                               thir::wgmma(thir::makeVector(acc), std::move(instrs),
-                                           static_cast<int>(plan->instrN), A->dtype, aRegs,
-                                           /*aMnMajor=*/g.transA,
-                                           /*bMnMajor=*/!g.transB, wgmmaPending_, B->dtype)}});
+  out.push_back(
+      {thir::DeclVar{d, accType,
+                     thir::wgmma(thir::makeVector(acc), std::move(instrs),
+                                 static_cast<int>(plan->instrN), A->dtype, aRegs,
+                                 /*aMnMajor=*/g.transA,
+                                 /*bMnMajor=*/!g.transB, wgmmaPending_, B->dtype, turn_)}});
   for (int64_t slot = 0; slot < lc.slots(); ++slot)
     out.push_back(
         {thir::AssignVar{slotVars_.at(C->id).at(slot),

@@ -375,6 +375,8 @@ private:
   void bindPersistentTile(thir::Expr t, thir::Expr gx, thir::Expr gy, thir::Body &out);
   /// Keeps wgmma groups this many deep in flight (a warp-specialized loop's gemm in flight).
   int wgmmaPending_ = 0;
+  /// The turn the next gemm's wgmma waits for or passes on (a ping-pong pipeline's consumers).
+  thir::Wgmma::Turn turn_;
 
   // ---- LowerWarpSpecialized.cpp: producer/consumer kernels (sm_90a) --------------------------
   const PipelinePlan *warpSpecializedLoop() const;

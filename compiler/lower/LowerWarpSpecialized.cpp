@@ -11,7 +11,8 @@
 //                 wait); one thread: arrive.expect_tx(full[s]) and one TMA box per panel of each
 //                 copy (or, without tensor maps, all producer threads copy element by element,
 //                 fence the async proxy and arrive)
-//   consumers:    setmaxnreg.inc; for each iteration: wait full[s] (parity phase); the body;
+//   consumers:    setmaxnreg.inc; for each iteration: wait full[s] (parity phase); the body
+//                 (in ping-pong, each wgmma waits for its warpgroup's turn and passes it on);
 //                 release slot s by arriving on empty[s] — with the gemm in flight, release the
 //                 previous iteration's slot once its wgmma group completed (wait_group 1; with
 //                 G > 1 only in a slot's first iteration, the others keep G groups in flight); then
@@ -132,6 +133,12 @@ thir::Stmt KernelLowering::barrier() const {
 
 void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::Body &out) {
   const int C = static_cast<int>(k_.threads), S = plan.stages, G = plan.itersPerSlot;
+  // A turn held from one iteration's last gemm to the next's first also holds the wait for the
+  // next iteration's slot: with one stage that slot is the one the other warpgroup has yet to
+  // release.
+  const bool pingPong = plan.pingPong && opts_.pingPong && C == 2 * kProducerThreads && S > 1;
+  // Barrier 0 is the block's, 1 the consumers' (roles.elseGroup); a ping-pong's turns use 2, 3.
+  const int kTurnBarrier = 2;
   out_.threads = C + kProducerThreads;
   addTensorMaps(plan);
   if (failed_)
@@ -383,9 +390,22 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     // its own group before it releases the previous slot.
     wgmmaPending_ = inFlight ? G : 0;
     std::set<const tile::Stmt *> issued(plan.copies.begin(), plan.copies.end());
+    // Ping-pong (FlashAttention-3's scheduler barriers): a warpgroup's turn runs from its
+    // last gemm of one iteration to its first gemm of the next, so that the tensor cores run
+    // one warpgroup's gemms back to back while the other computes.
+    std::vector<const tile::Stmt *> gemms;
     for (const tile::Stmt &st : f.body)
-      if (!issued.count(&st) && !failed_)
-        lowerStmt(st, loop.body, {});
+      if (std::holds_alternative<tile::Gemm>(st.op))
+        gemms.push_back(&st);
+    for (const tile::Stmt &st : f.body) {
+      if (issued.count(&st) || failed_)
+        continue;
+      turn_ = {};
+      if (pingPong && !gemms.empty() && (&st == gemms.front() || &st == gemms.back()))
+        turn_ = {kTurnBarrier, /*wait=*/&st == gemms.back(), /*pass=*/&st == gemms.front()};
+      lowerStmt(st, loop.body, {});
+    }
+    turn_ = {};
     wgmmaPending_ = 0;
     if (inFlight) {
       // The group of iteration it - 1 has completed (wait_group 1, in the wgmma or after it):
@@ -405,7 +425,13 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     }
     for (const tile::Stmt *st : plan.copies)
       stageOffset_.erase(std::get<tile::Copy>(st->op).dst.buffer->id);
+    // A turn that spans iterations is taken before the first and handed over after the last.
+    const bool spanning = pingPong && gemms.size() > 1;
+    if (spanning)
+      into.push_back({thir::WarpgroupTurn{kTurnBarrier, /*pass=*/false}});
     into.push_back({std::move(loop)});
+    if (spanning)
+      into.push_back({thir::WarpgroupTurn{kTurnBarrier, /*pass=*/true}});
     if (inFlight) {
       into.push_back({thir::WgmmaWait{0, slotVars_.at(inFlight->c.buffer->id)}});
       // A persistent block's next tile goes on through the rings: the last slot is free now.
@@ -419,9 +445,18 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     for (size_t i = next + 1; i < k_.body.size() && !failed_; ++i)
       lowerStmt(k_.body[i], into, {});
   };
+  // Ping-pong: the second warpgroup gives the first its first turn; after the last tile the
+  // first takes the turn the second handed over last, so that no arrival is left over.
+  auto warpgroup = [&](int w) { return eq(quot(tid, 128), i32(w)); };
+  if (pingPong)
+    consumer.push_back(
+        {thir::IfStmt{warpgroup(1), {{thir::WarpgroupTurn{kTurnBarrier, /*pass=*/true}}}, {}}});
   forEachTile(true, consumer, consumerTile);
   if (failed_)
     return;
+  if (pingPong)
+    consumer.push_back(
+        {thir::IfStmt{warpgroup(0), {{thir::WarpgroupTurn{kTurnBarrier, /*pass=*/false}}}, {}}});
   barrierThreads_ = 0;
   // Occupancy is known once the whole kernel is lowered: its shared memory and fragments.
   int64_t fragmentRegisters = 0;

@@ -40,8 +40,9 @@ void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) 
     }
     if (p->warpSpecialized)
       out += fmt::format(
-          ", warp-specialized (TMA producer warpgroup, mbarriers at byte {}){}{}", p->barrierOffset,
-          p->gemmInFlight ? ", gemm in flight" : "",
+          ", warp-specialized (TMA producer warpgroup, mbarriers at byte {}){}{}{}",
+          p->barrierOffset, p->gemmInFlight ? ", gemm in flight" : "",
+          p->pingPong ? ", consumer warpgroups fit for ping-pong (--ping-pong)" : "",
           p->itersPerSlot > 1 ? fmt::format(", {} iterations per slot", p->itersPerSlot) : "");
     if (!p->consumerPrologue.empty()) {
       out += ", consumers first run";

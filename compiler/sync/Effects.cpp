@@ -137,6 +137,8 @@ Effects EffectsCache::ofStmt(const thir::Stmt &s) {
                    use({&m.byteOffset, &m.parity});
                  },
                  [&](const thir::FenceMbarrierInit &) {},
+                 // Orders the issue of wgmma between warpgroups, no memory.
+                 [&](const thir::WarpgroupTurn &) {},
                  [&](const thir::TmaLoad &t) {
                    for (const thir::Expr &c : t.coords)
                      fx |= of(c);

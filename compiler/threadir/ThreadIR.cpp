@@ -152,10 +152,11 @@ private:
     return fmt::format("smem_address({})", expr(a.byteOffset, k));
   }
   std::string exprOp(const Wgmma &w, const Node &, const Kernel &k) {
-    std::string s = fmt::format("wgmma.m64n{}k{}.{}{}{}{}{}({}", w.n, w.k(), dtypeName(w.inputType),
-                                w.bInputType ? "." + std::string(dtypeName(*w.bInputType)) : "",
-                                w.aInRegisters ? ".rs" : "", w.aMnMajor ? ".a_mn_major" : "",
-                                w.bMnMajor ? ".b_mn_major" : "", expr(w.acc, k));
+    std::string s =
+        fmt::format("wgmma.m64n{}k{}.{}{}{}{}{}{}({}", w.n, w.k(), dtypeName(w.inputType),
+                    w.bInputType ? "." + std::string(dtypeName(*w.bInputType)) : "",
+                    w.aInRegisters ? ".rs" : "", w.aMnMajor ? ".a_mn_major" : "",
+                    w.bMnMajor ? ".b_mn_major" : "", turnSuffix(w.turn), expr(w.acc, k));
     for (const WgmmaInstr &i : w.instrs)
       s += fmt::format(", [acc {}: {}, {}]", i.accFirst, expr(i.a, k), expr(i.bDesc, k));
     return s + ")";
@@ -350,6 +351,16 @@ Expr ldMatrix(Expr byteOffset, int num, bool trans, std::optional<SmemRegion> re
   return make({DType::Int32, num}, LdMatrix{std::move(byteOffset), num, trans, region});
 }
 
+std::string turnSuffix(const Wgmma::Turn &turn) {
+  if (turn.barrier < 0)
+    return "";
+  return fmt::format(".turn{}{}",
+                     turn.wait && turn.pass ? ""
+                     : turn.wait            ? "wait"
+                                            : "pass",
+                     turn.barrier);
+}
+
 std::string regionSuffix(const std::optional<SmemRegion> &region) {
   return region ? fmt::format("; {}, {}", region->begin, region->end) : std::string();
 }
@@ -395,10 +406,13 @@ bool wgmmaTypes(DType a, DType b) {
 }
 
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
-           bool aMnMajor, bool bMnMajor, int pending, std::optional<DType> bInputType) {
+           bool aMnMajor, bool bMnMajor, int pending, std::optional<DType> bInputType,
+           Wgmma::Turn turn) {
   requireExpr(acc, "wgmma");
   if (pending < 0 || pending > 7)
     misuse("wgmma pending group count");
+  if (turn.barrier < -1 || turn.barrier > 14 || (turn.barrier >= 0) != (turn.wait || turn.pass))
+    misuse("wgmma turn");
   if (bInputType == inputType)
     bInputType.reset(); // one spelling of each instruction
   if (acc->type.elem != DType::Float32 || n < 8 || n > 256 || n % 8 != 0 || instrs.empty() ||
@@ -415,7 +429,7 @@ Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, boo
   }
   Type t = acc->type;
   return make(t, Wgmma{std::move(acc), std::move(instrs), n, inputType, aInRegisters, aMnMajor,
-                       bMnMajor, pending, bInputType});
+                       bMnMajor, pending, turn, bInputType});
 }
 
 Expr bitcast(Expr a, Type t) {

@@ -199,6 +199,15 @@ struct Wgmma {
   /// may still be writing the accumulators when the result is produced: nothing may read it
   /// before a WgmmaWait that covers them.
   int pending = 0;
+  /// The kernel's first two warpgroups take turns issuing (ping-pong, see WarpgroupTurn):
+  /// warpgroup w (threadIdx.x / 128 % 2) waits for its turn before the fence (`bar.sync
+  /// barrier + w, 256`) and hands it to the other after the commit (`bar.arrive barrier + 1 -
+  /// w, 256`); a turn may span several wgmma (the first waits, the last passes).
+  struct Turn {
+    int barrier = -1; // none
+    bool wait = false, pass = false;
+    friend bool operator==(const Turn &, const Turn &) = default;
+  } turn;
   // B's type where it differs from A's (`inputType`): float8 wgmma may mix e4m3 and e5m2.
   std::optional<DType> bInputType;
   DType bType() const { return bInputType.value_or(inputType); }
@@ -342,6 +351,16 @@ struct WgmmaWait {
   int pending = 0;
   std::vector<int> vars;
 };
+/// The turn of the ping-pong that wgmma's `turnBarrier` runs, outside a wgmma: `pass` hands it
+/// to the other warpgroup (`bar.arrive barrier + 1 - w, 256` in warpgroup w), otherwise this
+/// warpgroup waits for it (`bar.sync barrier + w, 256`). The second warpgroup passes once
+/// before the first wgmma, so that the first starts; the first waits once after the last, so
+/// that no arrival is left over. It orders the issue of work only: the analyses of shared
+/// memory do not count it as a barrier.
+struct WarpgroupTurn {
+  int barrier = 2;
+  bool pass = false;
+};
 /// `fence.proxy.async.shared::cta`: makes this thread's earlier generic-proxy shared-memory
 /// writes visible to async-proxy readers (wgmma, TMA) once a barrier follows.
 struct FenceProxyAsync {};
@@ -360,7 +379,7 @@ struct Stmt {
   std::variant<DeclVar, AssignVar, GlobalStore, IfStmt, ForStmt, Barrier, SharedStore,
                FenceProxyAsync, GlobalAtomic, SharedAtomic, Printf, CpAsync, CpAsyncCommit,
                CpAsyncWait, MbarrierInit, MbarrierArrive, MbarrierWait, FenceMbarrierInit, TmaLoad,
-               SetMaxNReg, WgmmaWait>
+               SetMaxNReg, WgmmaWait, WarpgroupTurn>
       op;
 };
 
@@ -444,12 +463,15 @@ Expr ldMatrix(Expr byteOffset, int num, bool trans,
               std::optional<SmemRegion> region = std::nullopt);
 /// The text of a region as thread IR writes it after an offset: "; begin, end", or nothing.
 std::string regionSuffix(const std::optional<SmemRegion> &region);
+/// The text of a wgmma's turn: ".turnB" (waits and passes on barriers B, B + 1), ".turnwaitB",
+/// ".turnpassB", or nothing.
+std::string turnSuffix(const Wgmma::Turn &turn);
 Expr mmaSync(Expr a, Expr b, Expr c, DType inputType);
 Expr bitcast(Expr a, Type t);
 Expr sharedAddress(Expr byteOffset);
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
            bool aMnMajor, bool bMnMajor, int pending = 0,
-           std::optional<DType> bInputType = std::nullopt);
+           std::optional<DType> bInputType = std::nullopt, Wgmma::Turn turn = {});
 /// Whether code generation has unary `op` on float64: the transcendentals it evaluates only in
 /// float32 (exp, log, tanh, ...) it has not; lowering reports them at their source.
 bool hasFloat64(UnOp op);

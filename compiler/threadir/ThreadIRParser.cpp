@@ -506,6 +506,14 @@ private:
       endOfStatement();
       return {SetMaxNReg{word == "setmaxnreg.inc", regs}};
     }
+    if (word == "turn.wait" || word == "turn.pass") {
+      advance();
+      WarpgroupTurn t;
+      t.barrier = smallInt("a barrier id");
+      t.pass = word == "turn.pass";
+      endOfStatement();
+      return {t};
+    }
     if (word == "wgmma.wait") {
       advance();
       WgmmaWait w;
@@ -939,7 +947,7 @@ private:
   Expr wgmma(SourceLoc loc, const std::vector<std::string_view> &parts, BadForm &badForm) {
     constexpr std::string_view kForm =
         "wgmma.m64nNk16.DTYPE or wgmma.m64nNk32.FLOAT8[.FLOAT8] with .rs, .a_mn_major, "
-        ".b_mn_major, .pendingN";
+        ".b_mn_major, .pendingN, .turn[wait|pass]N";
     std::string_view shape = parts.size() >= 3 ? parts[1] : "";
     auto input = parts.size() >= 3 ? parseDType(parts[2]) : std::nullopt;
     // k follows from the input type: 32 for float8, 16 otherwise.
@@ -968,6 +976,18 @@ private:
         if (!n || *n < 1 || *n > INT_MAX)
           return badForm(kForm);
         w.pending = static_cast<int>(*n);
+        continue;
+      }
+      if (parts[i].starts_with("turn") && w.turn.barrier < 0) {
+        std::string_view rest = parts[i].substr(4);
+        w.turn.wait = !rest.starts_with("pass");
+        w.turn.pass = !rest.starts_with("wait");
+        if (!w.turn.wait || !w.turn.pass)
+          rest.remove_prefix(4);
+        auto n = unsignedValue(rest);
+        if (!n || *n > INT_MAX)
+          return badForm(kForm);
+        w.turn.barrier = static_cast<int>(*n);
         continue;
       }
       auto it = flags.find(parts[i]);

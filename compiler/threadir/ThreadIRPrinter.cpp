@@ -223,12 +223,12 @@ private:
     return fmt::format("smem_address({})", expr(a.byteOffset));
   }
   std::string exprOp(const Wgmma &w, const Node &) {
-    std::string s =
-        fmt::format("wgmma.m64n{}k{}.{}{}{}{}{}{}({}", w.n, w.k(), dtypeName(w.inputType),
-                    w.bInputType ? "." + std::string(dtypeName(*w.bInputType)) : "",
-                    w.aInRegisters ? ".rs" : "", w.aMnMajor ? ".a_mn_major" : "",
-                    w.bMnMajor ? ".b_mn_major" : "",
-                    w.pending ? fmt::format(".pending{}", w.pending) : "", expr(w.acc));
+    std::string s = fmt::format(
+        "wgmma.m64n{}k{}.{}{}{}{}{}{}{}({}", w.n, w.k(), dtypeName(w.inputType),
+        w.bInputType ? "." + std::string(dtypeName(*w.bInputType)) : "",
+        w.aInRegisters ? ".rs" : "", w.aMnMajor ? ".a_mn_major" : "",
+        w.bMnMajor ? ".b_mn_major" : "", w.pending ? fmt::format(".pending{}", w.pending) : "",
+        turnSuffix(w.turn), expr(w.acc));
     for (const WgmmaInstr &i : w.instrs)
       s += fmt::format(", [acc {}: {}, {}]", i.accFirst, expr(i.a), expr(i.bDesc));
     return s + ")";
@@ -315,6 +315,9 @@ private:
     line(depth, fmt::format("mbarrier.wait smem[{}], {}", expr(m.byteOffset), expr(m.parity)));
   }
   void stmt(const FenceMbarrierInit &, int depth) { line(depth, "fence.mbarrier_init"); }
+  void stmt(const WarpgroupTurn &t, int depth) {
+    line(depth, fmt::format("turn.{} {}", t.pass ? "pass" : "wait", t.barrier));
+  }
   void stmt(const TmaLoad &t, int depth) {
     std::vector<Expr> roots = t.coords;
     roots.push_back(t.byteOffset);

@@ -360,6 +360,20 @@ private:
     requireType(s, m.parity, kInt32, "a phase parity");
   }
   void stmt(const FenceMbarrierInit &, const Stmt *) {}
+  void stmt(const WarpgroupTurn &t, const Stmt *s) { turn(s, t.barrier); }
+  // A turn uses barriers `barrier` and `barrier + 1` between the first two warpgroups; neither
+  // may be the block's barrier 0 or the sync group's own.
+  void turn(const void *where, int barrier) {
+    if (barrier < 1 || barrier > 14)
+      error(where, fmt::format("turn barrier {} outside 1..14 (it uses {} and {})", barrier,
+                               barrier, barrier + 1));
+    else if (group_ && (group_->barrier == barrier || group_->barrier == barrier + 1))
+      error(where, fmt::format("turn barriers {} and {} inside a sync group of barrier {}", barrier,
+                               barrier + 1, group_->barrier));
+    if (k_->threads < 256)
+      error(where,
+            fmt::format("turn between two warpgroups in a kernel of {} threads", k_->threads));
+  }
   void stmt(const TmaLoad &t, const Stmt *s) {
     const Param *p = param(s, t.map);
     if (p && p->kind != ParamKind::TensorMap) {
@@ -606,6 +620,8 @@ private:
       error(&n, fmt::format("wgmma leaving {} groups pending (0 to 7)", w.pending));
     if (w.instrs.empty())
       error(&n, "wgmma without instructions");
+    if (w.turn.barrier >= 0 || w.turn.wait || w.turn.pass)
+      turn(&n, w.turn.barrier);
     if (!(n.type == w.acc->type))
       error(&n, fmt::format("wgmma on {} typed {}", ts(w.acc->type), ts(n.type)));
     Type aType = w.aInRegisters ? Type{DType::Int32, 4} : kInt64;
