@@ -307,6 +307,19 @@ int finish(Session &s, const Compilation &c) {
 
 } // namespace
 
+std::string codegenFlags(const DriverOptions &opts) {
+  std::string flags;
+  for (const auto &[set, name] : {std::pair{opts.preciseDiv, "--precise-div"},
+                                  {opts.fastMath, "--fast-math"},
+                                  {opts.noFma, "--no-fma"},
+                                  {opts.persistent, "--persistent"},
+                                  {opts.noPersistent, "--no-persistent"},
+                                  {opts.pingPong, "--ping-pong"}})
+    if (set)
+      flags += fmt::format(" {}", name);
+  return flags;
+}
+
 int runCheck(const DriverOptions &opts, std::ostream &out, std::ostream &err) {
   Session s(err, opts);
   Compilation c(opts, s.sm, s.diags, target::defaultTarget());

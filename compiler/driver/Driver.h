@@ -55,6 +55,10 @@ struct DriverOptions {
 };
 
 /// Each returns the process exit status: 0 on success, 1 when an error was reported.
+/// The code-generation flags `opts` sets (" --fast-math --persistent", ...; empty for the
+/// defaults): what, besides the source and its -D values, decides the code a kernel gets.
+std::string codegenFlags(const DriverOptions &opts);
+
 int runCheck(const DriverOptions &opts, std::ostream &out, std::ostream &err);
 int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err);
 

@@ -221,6 +221,8 @@ int runTuneWith(const TuneOptions &opts, std::ostream &out, std::ostream &err) {
   std::string fixed;
   for (const auto &[name, value] : opts.compile.defines)
     fixed += fmt::format(" -D{}={}", name, value);
+  // Measurements of another code generation are not this one's.
+  fixed += codegenFlags(opts.compile);
   record.sourceHash = bench::contentHash(source + "\n" + fixed);
   record.arch = arch;
   record.device = runner->device().name;
