@@ -23,6 +23,10 @@
 #    N=K=8192: tilec bench as written, a copy of the weights' and scales' bytes, tilec tune over
 #    W4_SPACE, and Nsight Compute profiles of the kernel as written (sections, and warp-stall
 #    samples by SASS instruction through scripts/ncu_stalls.py; W4_DEFS adds -D options).
+# 7. attention (not in the default): samples/flash_attention.tile (fp16 D128, B8 H16 S4096) by
+#    tilec bench, with and without --ping-pong (ATT_FLAGS adds flags to both), and Nsight
+#    Compute profiles of the default build (sections, and warp-stall samples by SASS
+#    instruction through scripts/ncu_stalls.py).
 # SECTIONS picks what runs (default "layernorm gemm gemm-as-written").
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,6 +42,23 @@ echo "== $(date -u +%FT%TZ) commit $(git -C "$root" rev-parse --short HEAD 2>/de
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader
 
 sections=${SECTIONS:-layernorm gemm gemm-as-written}
+# Nsight Compute profiles of one kernel (NAME: the files' name, REGEX: the kernel's) run by
+# tilec bench FILE ARGS...: its sections into $out/ncu-NAME.txt, and its warp-stall samples by
+# SASS instruction (scripts/ncu_stalls.py) into $out/ncu-NAME-stalls.txt.
+ncu_profile() {
+  local name=$1 regex=$2
+  shift 2
+  command -v ncu >/dev/null || return 0
+  ncu --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
+    --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
+    --section InstructionStats --section ComputeWorkloadAnalysis -k "regex:$regex" -c 1 \
+    "$tilec" bench "$@" --warmup 1 --reps 1 > "$out/ncu-$name.txt" 2>&1
+  tail -n 200 "$out/ncu-$name.txt"
+  ncu --set full -k "regex:$regex" -c 1 -o "$out/$name" \
+    "$tilec" bench "$@" --warmup 1 --reps 1 >/dev/null 2>&1
+  ncu -i "$out/$name.ncu-rep" --page source --csv --print-source sass > "$out/$name-sass.csv"
+  python3 "$root/scripts/ncu_stalls.py" "$out/$name-sass.csv" | tee "$out/ncu-$name-stalls.txt"
+}
 has() { [[ " $sections " == *" $1 "* ]]; }
 
 if has layernorm; then
@@ -111,18 +132,17 @@ if has w4a16; then
   /usr/bin/time -f "tune wall %e s" "$tilec" tune "$w4" ${W4_DEFS:-} \
     --space "${W4_SPACE:-block_N=32,64,128;block_K=128,256;num_stages=2,4;threads=128,256}" \
     --shapes 'M=16,N=8192,K=8192' --record "$out/tune-w4a16.json"
-  if command -v ncu >/dev/null; then
-    ncu --section SpeedOfLight --section WarpStateStats --section SchedulerStats \
-      --section Occupancy --section LaunchStats --section MemoryWorkloadAnalysis \
-      --section InstructionStats -k regex:w4a16 -c 1 \
-      "$tilec" bench "$w4" ${W4_DEFS:-} --shape M=16,N=8192,K=8192 --warmup 1 --reps 1 \
-      > "$out/ncu-w4a16.txt" 2>&1
-    tail -n 150 "$out/ncu-w4a16.txt"
-    # Stall samples by SASS instruction (scripts/ncu_stalls.py).
-    ncu --set full -k regex:w4a16 -c 1 -o "$out/w4a16" \
-      "$tilec" bench "$w4" ${W4_DEFS:-} --shape M=16,N=8192,K=8192 --warmup 1 --reps 1 >/dev/null 2>&1
-    ncu -i "$out/w4a16.ncu-rep" --page source --csv --print-source sass > "$out/w4a16-sass.csv"
-    python3 "$root/scripts/ncu_stalls.py" "$out/w4a16-sass.csv" | tee "$out/ncu-w4a16-stalls.txt"
-  fi
+  # shellcheck disable=SC2086 # W4_DEFS are whitespace-separated -D options
+  ncu_profile w4a16 w4a16 "$w4" ${W4_DEFS:-} --shape M=16,N=8192,K=8192
+fi
+if has attention; then
+  echo "== flash_attention fp16 D128 B8 H16 S4096"
+  fa=$root/samples/flash_attention.tile
+  for f in "" --ping-pong; do
+    # shellcheck disable=SC2086 # ATT_FLAGS are whitespace-separated flags
+    "$tilec" bench "$fa" ${ATT_FLAGS:-} $f --shape B=8,H=16,S=4096 --reps 30 | tail -n +2
+  done
+  # shellcheck disable=SC2086
+  ncu_profile attention flash "$fa" ${ATT_FLAGS:-} --shape B=8,H=16,S=4096
 fi
 rm -rf "$work"
