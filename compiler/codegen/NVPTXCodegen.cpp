@@ -812,6 +812,20 @@ private:
   }
   Value *exprOp(const thir::ShflXor &s, const Node &n) {
     Value *v = expr(s.value);
+    auto bfly = [&](Value *half) {
+      return math::callIntrinsic(b_, llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
+                                 {b_.getInt32(0xffffffffu), half,
+                                  b_.getInt32(static_cast<uint32_t>(s.laneMask)),
+                                  b_.getInt32(0x1f)});
+    };
+    // 64 bits as two 32-bit shuffles of the halves (shfl moves 32 bits).
+    if (dtypeBits(n.type.elem) == 64) {
+      auto *halves = llvm::FixedVectorType::get(b_.getInt32Ty(), 2);
+      Value *h = b_.CreateBitCast(v, halves), *r = llvm::PoisonValue::get(halves);
+      for (uint64_t i = 0; i < 2; ++i)
+        r = b_.CreateInsertElement(r, bfly(b_.CreateExtractElement(h, i)), i);
+      return b_.CreateBitCast(r, valueType(n.type));
+    }
     bool isF32 = n.type.elem == DType::Float32;
     if (!isF32)
       v = b_.CreateBitCast(v, b_.getInt32Ty());

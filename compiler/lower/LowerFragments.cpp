@@ -668,10 +668,6 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
   }
   ReduceOp op = reduceOp(r.kind);
   const DType acc = reduceAccumulator(src->dtype);
-  if (dtypeBits(acc) == 64 && ls.kind != FragmentLayout::Kind::Replicated) {
-    unsupported(s.loc, fmt::format("{} reductions across threads", dtypeName(src->dtype)));
-    return;
-  }
   thir::Expr identity = reduceIdentity(op, acc);
   // One partial per row this thread holds: every row (Flat, Replicated) or its group's rows.
   int64_t nPartial = grouped ? ld.slots() : ls.rows();

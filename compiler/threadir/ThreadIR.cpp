@@ -304,8 +304,9 @@ Expr makeVector(std::vector<Expr> elems) {
 
 Expr shflXor(Expr value, int laneMask) {
   requireExpr(value, "shflXor");
-  if (value->type.lanes != 1 || dtypeBits(value->type.elem) != 32)
-    misuse("shflXor of a non-32-bit or vector value");
+  const int bits = dtypeBits(value->type.elem);
+  if (value->type.lanes != 1 || (bits != 32 && bits != 64))
+    misuse("shflXor of a value that is not a 32- or 64-bit scalar");
   if (laneMask < 0 || laneMask > 31)
     misuse("shflXor lane mask out of range");
   Type t = value->type;

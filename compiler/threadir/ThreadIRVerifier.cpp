@@ -560,8 +560,9 @@ private:
     requireType(&n, s.arg, kInt32, "a shuffle lane argument");
   }
   void check(const ShflXor &s, const Node &n) {
-    if (s.value->type.lanes != 1 || dtypeBits(s.value->type.elem) != 32)
-      error(&n, fmt::format("shfl_xor of {} (32-bit scalars only)", ts(s.value->type)));
+    const int bits = dtypeBits(s.value->type.elem);
+    if (s.value->type.lanes != 1 || (bits != 32 && bits != 64))
+      error(&n, fmt::format("shfl_xor of {} (32- or 64-bit scalars only)", ts(s.value->type)));
     else if (s.laneMask < 0 || s.laneMask > 31)
       error(&n, fmt::format("shfl_xor lane mask {} outside 0..31", s.laneMask));
     else if (!(n.type == s.value->type))

@@ -258,8 +258,8 @@ TEST_CASE("the verifier reports what codegen would treat as a compiler bug") {
     CHECK(!p.module);
     return p.diagnostics;
   };
-  CHECK(has(errors("  var v0: int32 = shfl_xor(1:int64, 3)"),
-            "shfl_xor of int64 (32-bit scalars only)"));
+  CHECK(has(errors("  var v0: int16 = shfl_xor(1:int16, 3)"),
+            "shfl_xor of int16 (32- or 64-bit scalars only)"));
   CHECK(has(errors("  var v0: int32 = shfl_xor(1:int32, 32)"), "lane mask 32 outside 0..31"));
   CHECK(has(errors("  var v0: int32x4 = ldmatrix.x4(smem[0:int64])", "", 1024),
             "a shared memory offset must be int32, not int64"));
