@@ -684,20 +684,37 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
   auto combine = [&](int64_t i, thir::Expr x) {
     out.push_back({thir::AssignVar{partial[i], thir::binary(op.combine, pvar(i), x)}});
   };
+  // A thread's own values of each row, combined as a balanced tree: a chain of one combine
+  // after another waits the latency of each (attention's row max and sum stalled there); the
+  // order of a reduction is unspecified.
+  std::vector<std::vector<thir::Expr>> terms(static_cast<size_t>(nPartial));
   for (const ChunkRef &c : chunksOf(ls)) {
     for (int64_t lane = 0; lane < ls.vector; ++lane) {
       thir::Expr x = element(slotVar(src, c.slot0 + lane));
       if (grouped) {
-        combine(c.rowIter, c.guard ? thir::select(c.guard, x, identity) : x);
+        terms[c.rowIter].push_back(c.guard ? thir::select(c.guard, x, identity) : x);
         continue;
       }
       for (int64_t row = c.range[0].lo; row <= c.range[0].hi; ++row) {
         thir::Expr take = c.guard;
         if (c.range[0].lo != c.range[0].hi)
           take = conj(take, thir::binary(thir::BinOp::Eq, c.index[0], i32(row)));
-        combine(row, take ? thir::select(take, x, identity) : x);
+        terms[row].push_back(take ? thir::select(take, x, identity) : x);
       }
     }
+  }
+  for (int64_t i = 0; i < nPartial; ++i) {
+    std::vector<thir::Expr> level = std::move(terms[i]);
+    while (level.size() > 1) {
+      std::vector<thir::Expr> next;
+      for (size_t k = 0; k + 1 < level.size(); k += 2)
+        next.push_back(thir::binary(op.combine, level[k], level[k + 1]));
+      if (level.size() % 2)
+        next.push_back(level.back());
+      level = std::move(next);
+    }
+    if (!level.empty())
+      combine(i, level.front());
   }
   if (ls.kind != FragmentLayout::Kind::Replicated) {
     // Across the lanes that share a row (a butterfly within the lanes of a row group, or the
