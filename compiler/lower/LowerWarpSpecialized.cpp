@@ -511,9 +511,11 @@ void KernelLowering::copyElementwise(const tile::Copy &c, TmaDims dims,
   const int64_t P = std::min<int64_t>(W, kProducerThreads);
   const bool columnWalk = kProducerThreads % P == 0 && W % P == 0;
   const int64_t rowStep = columnWalk ? kProducerThreads / P : 0;
+  // Each thread's U rows of a step must lie inside the tile: a tile of fewer rows than a step
+  // (a one-row tile of scales) or of rows that are not a multiple of the step takes U = 1.
   int64_t U = 1;
   for (int64_t u : {8, 4, 2})
-    if (columnWalk && (R / rowStep) % u == 0) {
+    if (columnWalk && R % (rowStep * u) == 0) {
       U = u;
       break;
     }
