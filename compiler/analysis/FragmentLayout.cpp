@@ -30,8 +30,25 @@ int64_t FragmentLayout::slots() const {
     return (warpTileM() / 16) * (warpTileN() / 8) * 4;
   case Kind::MmaRows:
     return (warpTileM() / 16) * 2;
+  case Kind::MmaOperandB:
+    return (operandK() / 16) * (operandWarpN() / 8) * 4;
   }
   return total();
+}
+
+int64_t FragmentLayout::copiesPerElement() const {
+  switch (kind) {
+  case Kind::Replicated:
+    return threads;
+  case Kind::GroupReplicated:
+    return groupThreads();
+  case Kind::MmaRows:
+    return 4 * warpsN;
+  case Kind::MmaOperandB:
+    return warpsM;
+  default:
+    return 1;
+  }
 }
 
 bool FragmentLayout::rowsOf(const FragmentLayout &p) const {
@@ -82,16 +99,19 @@ std::optional<int64_t> FragmentLayout::elementAt(int64_t t, int64_t slot) const 
     int64_t col = warpCol(warp) * warpTileN() + (block % ni) * 8 + 2 * t4 + (i & 1);
     return row * shape[1] + col;
   }
+  case Kind::MmaOperandB: {
+    int64_t warp = t / target::kWarpSize, lane = t % target::kWarpSize, g = lane / 4, t4 = lane % 4;
+    int64_t ni = operandWarpN() / 8, block = slot / 4, i = slot % 4;
+    int64_t n = (warp % warpsN) * operandWarpN() + (block % ni) * 8 + g;
+    int64_t k = (block / ni) * 16 + 2 * t4 + (i & 1) + 8 * (i >> 1);
+    return nByK ? n * shape[1] + k : k * shape[1] + n;
+  }
   }
   return std::nullopt;
 }
 
 std::optional<std::string> verifyOwnership(const FragmentLayout &l) {
-  int64_t copies = l.kind == FragmentLayout::Kind::Replicated        ? l.threads
-                   : l.kind == FragmentLayout::Kind::GroupReplicated ? l.groupThreads()
-                   : l.kind == FragmentLayout::Kind::MmaRows         ? 4 * l.warpsN
-                                                                     : 1;
-  return verifyCoverage(FragmentMap::of(l), copies);
+  return verifyCoverage(FragmentMap::of(l), l.copiesPerElement());
 }
 
 std::string FragmentLayout::describe() const {
@@ -118,6 +138,10 @@ std::string FragmentLayout::describe() const {
     return fmt::format("rows of {} accumulator ({} x {} warps): row i held by the 4 lanes of "
                        "its quad in each of the {} warps of its warp row",
                        warpgroup ? "a wgmma" : "an mma.sync", warpsM, warpsN, warpsN);
+  case Kind::MmaOperandB:
+    return fmt::format("mma.sync m16n8k16 B operand ({}): {} x {} warps, {} columns per warp "
+                       "column, held alike by its {} warps",
+                       nByK ? "N x K" : "K x N", warpsM, warpsN, operandWarpN(), warpsM);
   }
   return "";
 }
@@ -314,9 +338,13 @@ public:
         return false;
       }
       if (facts_[root].replicated) {
-        diags_.error(l.fixedAt, fmt::format("layout conflict: '{}' is the accumulator of this "
-                                            "gemm ({}) and also holds the result of the {}",
-                                            buf->name, l.describe(), facts_[root].replicatedBy));
+        diags_.error(
+            l.fixedAt,
+            fmt::format("layout conflict: '{}' is the {} of this gemm ({}) "
+                        "and also holds the result of the {}",
+                        buf->name,
+                        l.kind == FragmentLayout::Kind::MmaOperandB ? "B operand" : "accumulator",
+                        l.describe(), facts_[root].replicatedBy));
         diags_.note(facts_[root].replicatedAt, "the reduction is here");
         return false;
       }
@@ -518,6 +546,31 @@ private:
                             wg ? "wgmma" : "mma.sync");
     l.fixedAt = loc;
     strict_.push_back({c, l});
+    // B in registers (mma.sync only: wgmma reads B from shared memory, so planWgmma declined):
+    // each warp holds the B fragments of its accumulator columns.
+    const tile::BufferPtr &b = g.b.buffer;
+    if (b->scope == tile::Scope::Fragment && b->shape.size() == 2 && !wg) {
+      FragmentLayout lb;
+      lb.kind = FragmentLayout::Kind::MmaOperandB;
+      lb.shape = constShape(b->shape);
+      lb.threads = k_.threads;
+      lb.warpsM = l.warpsM;
+      lb.warpsN = l.warpsN;
+      lb.nByK = g.transB;
+      // Pairs of consecutive k are adjacent elements only when K is the inner dimension.
+      lb.vector = g.transB ? 2 : 1;
+      // (Sema has checked that B's N is C's.)
+      if (lb.operandK() % 16 != 0) {
+        gemmErrors_.push_back(
+            {loc, fmt::format("not supported yet: gemm with B ('{}') in registers and K = {} "
+                              "(mma.sync needs a multiple of 16)",
+                              b->name, lb.operandK())});
+        return;
+      }
+      lb.fixedBy = fmt::format("gemm at line {} (B operand '{}', mma.sync)", loc.line, b->name);
+      lb.fixedAt = loc;
+      strict_.push_back({b, lb});
+    }
   }
 
   void parallel(const tile::For &f) {

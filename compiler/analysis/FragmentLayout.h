@@ -27,6 +27,12 @@
 //    that row (the 4 lanes of a quad in each of the warpsN warps of its warp row): slot
 //    (mi * 2 + h) is row wM * WM + mi * 16 + g + 8h. The result of reducing an MmaAccumulator
 //    fragment along its rows.
+//  - MmaOperandB (2-D, (N, K) when `nByK`, else (K, N)): the B operand of gemm on mma.sync
+//    m16n8k16 held in registers, for the accumulator's warpsM x warpsN warp grid. Warp column wN
+//    owns columns wN * WN .. + WN - 1 (WN = N / warpsN) and every k; the warpsM warps of a
+//    column hold the same elements. In an n8 x k16 block, lane (4g + t) holds (n g, k 2t),
+//    (g, 2t+1), (g, 2t+8), (g, 2t+9) (PTX ISA, mma.m16n8k16 B fragment). Slot
+//    ((kk * NI + ni) * 4 + i) is block (ni, kk) of the warp's NI = WN / 8 column blocks.
 //
 // Propagation ("common"): fragments that meet in a Parallel loop or a fragment-to-fragment copy
 // share one layout; a group that holds a reduction's result takes the layout the reduction's
@@ -47,7 +53,15 @@
 namespace tilec::analysis {
 
 struct FragmentLayout {
-  enum class Kind { Flat, RowGroups, Replicated, GroupReplicated, MmaAccumulator, MmaRows };
+  enum class Kind {
+    Flat,
+    RowGroups,
+    Replicated,
+    GroupReplicated,
+    MmaAccumulator,
+    MmaRows,
+    MmaOperandB
+  };
   Kind kind = Kind::Flat;
   std::vector<int64_t> shape;
   int64_t threads = 1;
@@ -55,8 +69,13 @@ struct FragmentLayout {
   int64_t groups = 1;             // G, for RowGroups and GroupReplicated
   int64_t warpsM = 1, warpsN = 1; // MmaAccumulator warp grid
   bool warpgroup = false;         // MmaAccumulator/MmaRows: the wgmma arrangement of warps
+  bool nByK = true;               // MmaOperandB: the shape is (N, K) rather than (K, N)
   int64_t warpTileM() const { return shape[0] / warpsM; }
   int64_t warpTileN() const { return shape[1] / warpsN; } // MmaAccumulator only
+  /// MmaOperandB: the N and K extents, and the columns each warp column holds.
+  int64_t operandN() const { return nByK ? shape[0] : shape[1]; }
+  int64_t operandK() const { return nByK ? shape[1] : shape[0]; }
+  int64_t operandWarpN() const { return operandN() / warpsN; }
   /// MmaAccumulator/MmaRows: the warp-grid row and column of warp `w`, and the first row of
   /// the 16-row tile `mi` of warp row `wm`. Written once over any integer-like `I`: integers
   /// here, thread-IR expressions in lowering (lower/IndexExpr.h).
@@ -88,8 +107,12 @@ struct FragmentLayout {
   int64_t chunksPerRow() const { return shape.back() / vector; }
   int64_t stepsPerRow() const { return (chunksPerRow() + groupThreads() - 1) / groupThreads(); }
   bool distributed() const {
-    return kind == Kind::Flat || kind == Kind::RowGroups || kind == Kind::MmaAccumulator;
+    return kind == Kind::Flat || kind == Kind::RowGroups || kind == Kind::MmaAccumulator ||
+           kind == Kind::MmaOperandB;
   }
+  /// Threads that hold each element of a distributed layout (the warps of a warp column for
+  /// MmaOperandB).
+  int64_t copiesPerElement() const;
   /// Registers one thread holds for the buffer.
   int64_t slots() const;
   std::string describe() const;
@@ -105,7 +128,7 @@ struct FragmentLayout {
   bool sameAs(const FragmentLayout &o) const {
     return kind == o.kind && shape == o.shape && threads == o.threads && vector == o.vector &&
            groups == o.groups && warpsM == o.warpsM && warpsN == o.warpsN &&
-           warpgroup == o.warpgroup;
+           warpgroup == o.warpgroup && nByK == o.nByK;
   }
 };
 

@@ -38,6 +38,8 @@ const char *kindName(analysis::FragmentLayout::Kind k) {
     return "mma_accumulator";
   case analysis::FragmentLayout::Kind::MmaRows:
     return "mma_rows";
+  case analysis::FragmentLayout::Kind::MmaOperandB:
+    return "mma_operand_b";
   }
   return "?";
 }
@@ -49,7 +51,8 @@ ordered_json fragmentLayoutJson(const analysis::FragmentLayout &l, bool full) {
   j["vector"] = l.vector;
   j["groups"] = l.groups;
   if (l.kind == analysis::FragmentLayout::Kind::MmaAccumulator ||
-      l.kind == analysis::FragmentLayout::Kind::MmaRows) {
+      l.kind == analysis::FragmentLayout::Kind::MmaRows ||
+      l.kind == analysis::FragmentLayout::Kind::MmaOperandB) {
     j["instruction"] = l.warpgroup ? "wgmma" : "mma.sync";
     j["warps_m"] = l.warpsM;
     j["warps_n"] = l.warpsN;

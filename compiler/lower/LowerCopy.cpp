@@ -259,6 +259,11 @@ thir::Expr KernelLowering::soleWriter(const FragmentLayout &l, int64_t slot, thi
       w = thir::binary(thir::BinOp::And, w, thir::binary(thir::BinOp::Eq, mmaWarp(l).col, i32(0)));
     return w;
   }
+  case FragmentLayout::Kind::MmaOperandB:
+    // The warps of a warp column hold the same elements: the first warp row writes them.
+    if (l.warpsM == 1)
+      return nullptr;
+    return thir::binary(thir::BinOp::Eq, mmaWarp(l).row, i32(0));
   default:
     return nullptr;
   }

@@ -283,6 +283,31 @@ std::vector<ChunkRef> KernelLowering::chunksOf(const FragmentLayout &l) {
     }
     break;
   }
+  case FragmentLayout::Kind::MmaOperandB: {
+    // Chunks of 2 consecutive k ((N, K): adjacent elements) or single elements ((K, N)).
+    int64_t WN = l.operandWarpN(), NI = WN / 8, KI = l.operandK() / 16;
+    thir::Expr lane = thir::binary(thir::BinOp::Mod, tid, i32(opts_.target.warpSize));
+    thir::Expr g = thir::binary(thir::BinOp::FloorDiv, lane, i32(4));
+    thir::Expr t2 =
+        thir::binary(thir::BinOp::Mul, thir::binary(thir::BinOp::Mod, lane, i32(4)), i32(2));
+    thir::Expr nBase =
+        thir::binary(thir::BinOp::Add, thir::binary(thir::BinOp::Mul, mmaWarp(l).col, i32(WN)), g);
+    for (int64_t kk = 0; kk < KI; ++kk)
+      for (int64_t ni = 0; ni < NI; ++ni)
+        for (int64_t h = 0; h < 2; ++h)
+          for (int64_t e = 0; e < 2; e += l.vector) {
+            ChunkRef c;
+            c.slot0 = (kk * NI + ni) * 4 + 2 * h + e;
+            int64_t k0 = kk * 16 + 8 * h + e;
+            thir::Expr n = thir::binary(thir::BinOp::Add, nBase, i32(ni * 8));
+            thir::Expr k = thir::binary(thir::BinOp::Add, t2, i32(k0));
+            Interval rn{ni * 8, (l.warpsN - 1) * WN + ni * 8 + 7}, rk{k0, k0 + 6};
+            c.index = l.nByK ? std::vector<thir::Expr>{n, k} : std::vector<thir::Expr>{k, n};
+            c.range = l.nByK ? std::vector<Interval>{rn, rk} : std::vector<Interval>{rk, rn};
+            out.push_back(std::move(c));
+          }
+    break;
+  }
   case FragmentLayout::Kind::GroupReplicated: {
     int64_t G = l.groups, P = l.groupThreads(), R = l.rows();
     thir::Expr g = P == 1 ? tid : thir::binary(thir::BinOp::FloorDiv, tid, i32(P));
@@ -651,8 +676,11 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
     unsupported(s.loc, fmt::format("a reduction of {} values", dtypeName(src->dtype)));
     return;
   }
+  // A B operand's warps hold the same elements: combining every thread's values in registers
+  // would count each several times.
   if (!isOnChip(src) || !isOnChip(dst) || !fullBuffer(r.src) || !fullBuffer(r.dst) ||
-      src->shape.size() != 2 || r.dim != 1)
+      src->shape.size() != 2 || r.dim != 1 ||
+      fragmentLayouts_.at(src->id).kind == FragmentLayout::Kind::MmaOperandB)
     return lowerReduceThroughShared(s, r, out);
   const FragmentLayout &ls = fragmentLayouts_.at(src->id);
   const FragmentLayout &ld = fragmentLayouts_.at(dst->id);

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 namespace tilec::lower::detail {
 
 namespace {
@@ -82,9 +84,16 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
       la = nullptr;
     }
   }
+  // B in registers: laid out by layout inference as the B fragments of C's warp grid.
+  const FragmentLayout *lb = nullptr;
   if (B->scope != tile::Scope::Shared) {
-    unsupported(s.loc, fmt::format("gemm with B ('{}') in registers", B->name));
-    return;
+    const FragmentLayout &lcc = fragmentLayouts_.at(C->id);
+    lb = isOnChip(B) ? &fragmentLayouts_.at(B->id) : nullptr;
+    // Sema admits shared and fragment operands only, and inference gives a fragment B this
+    // layout or reports a conflict.
+    if (!lb || lb->kind != FragmentLayout::Kind::MmaOperandB || lb->warpsM != lcc.warpsM ||
+        lb->warpsN != lcc.warpsN || lb->nByK != g.transB || lcc.warpgroup)
+      throw std::logic_error("a gemm's B fragment is not laid out as its B operand");
   }
   if (!fullBuffer(g.a) || !fullBuffer(g.b) || !fullBuffer(g.c)) {
     unsupported(s.loc, "gemm on parts of buffers");
@@ -151,7 +160,18 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
     }
     // B fragments: two n-tiles per ldmatrix.x4 (one with .x2 for an odd last tile).
     std::vector<std::pair<int, int>> bReg(NI); // (variable, first register) per n-tile
-    for (int64_t ni = 0; ni < NI; ni += 2) {
+    for (int64_t ni = 0; lb && ni < NI; ++ni) {
+      // The fragment's slots are the instruction's registers: pack pairs of halves.
+      int64_t slot = (kk * NI + ni) * 4;
+      auto pack = [&](int64_t sl) {
+        return thir::bitcast(thir::makeVector({slotVar(B, sl), slotVar(B, sl + 1)}),
+                             Type{DType::Int32});
+      };
+      int var = nextVar_++;
+      out.push_back({thir::DeclVar{var, x2, thir::makeVector({pack(slot), pack(slot + 2)})}});
+      bReg[ni] = {var, 0};
+    }
+    for (int64_t ni = 0; !lb && ni < NI; ni += 2) {
       bool pair = ni + 1 < NI;
       std::vector<thir::Expr> at;
       if (!g.transB) { // B stored K x N (N contiguous): .trans; matrix q: k-block q & 1, n-block q
@@ -176,7 +196,7 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
       for (int64_t ni = 0; ni < NI; ++ni) {
         int64_t slot = (mi * NI + ni) * 4;
         auto [bv, first] = bReg[ni];
-        Type bt = (ni % 2 == 0 && ni + 1 < NI) || ni % 2 == 1 ? x4 : x2;
+        Type bt = !lb && ((ni % 2 == 0 && ni + 1 < NI) || ni % 2 == 1) ? x4 : x2;
         thir::Expr bvec = thir::var(bv, bt);
         thir::Expr b =
             thir::makeVector({thir::extractLane(bvec, first), thir::extractLane(bvec, first + 1)});

@@ -1,6 +1,6 @@
 // Every GEMM operand layout of tests/gpu/kernels/gemm_variants.tile (compiled for sm_90a, so on
-// wgmma): C = A @ B against a float64 reference on fresh random fp16 inputs, the output poisoned
-// with NaN first, at a tile-multiple shape and ragged ones.
+// wgmma but for B in registers, on mma.sync): C = A @ B against a float64 reference on fresh random
+// fp16 inputs, the output poisoned with NaN first, at a tile-multiple shape and ragged ones.
 #include "gemm_variants.h"
 #include "gpu_common.h"
 
@@ -71,6 +71,14 @@ int main() {
       {"nn_fullcol", false, true,
        [](auto A, auto B, auto C, int64_t M, int64_t N, int64_t K) {
          return g::nn_fullcol(nullptr, A, B, C, M, K, N);
+       }},
+      {"nt_breg", false, false,
+       [](auto A, auto B, auto C, int64_t M, int64_t N, int64_t K) {
+         return g::nt_breg(nullptr, A, B, C, M, K, N);
+       }},
+      {"nn_breg", false, true,
+       [](auto A, auto B, auto C, int64_t M, int64_t N, int64_t K) {
+         return g::nn_breg(nullptr, A, B, C, M, K, N);
        }},
   };
   std::mt19937 rng = freshRng();

@@ -1,6 +1,7 @@
 """Checks that a layout report (--layout-detail=full) is a valid ownership map: every element of
 every fragment is owned, no (thread, slot) holds two elements, and each element has exactly as
-many owners as its layout kind replicates it (1, every thread, or every thread of its group)."""
+many owners as its layout kind replicates it (1, every thread, every thread of its group, or every warp
+row of an mma B operand)."""
 import json
 import sys
 
@@ -18,7 +19,8 @@ for path in sys.argv[1:]:
             expect = {"flat": 1, "row_groups": 1, "replicated": layout["threads"],
                       "group_replicated": layout["threads"] // layout["groups"],
                       "mma_accumulator": 1,
-                      "mma_rows": 4 * layout.get("warps_n", 1)}[kind]
+                      "mma_rows": 4 * layout.get("warps_n", 1),
+                      "mma_operand_b": layout.get("warps_m", 1)}[kind]
             used = set()
             total = 1
             for d in buf["shape"]:

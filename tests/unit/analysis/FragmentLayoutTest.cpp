@@ -67,3 +67,31 @@ TEST_CASE("mma.sync accumulators keep their warp-blocked rows") {
   CHECK(l.tileRow(l.warpRow(3), 1) == 64 + 16);
   CHECK(l.warpCol(3) == 1);
 }
+
+TEST_CASE("an mma.sync B operand in registers is the PTX ISA's m16n8k16 B fragment") {
+  // PTX ISA, "Matrix Fragments for mma.m16n8k16" (.f16/.bf16 B, a 16 x 8 K x N tile): lane
+  // (4g + t) holds b0..b3 at row (k) 2t + (i & 1) + 8 (i >> 1), column (n) g. Warp column wN
+  // holds columns wN * WN.., every warp row of the grid the same.
+  for (bool nByK : {true, false}) {
+    FragmentLayout l;
+    l.kind = FragmentLayout::Kind::MmaOperandB;
+    l.nByK = nByK;
+    const int64_t N = 64, K = 32, warpsM = 2, warpsN = 2, WN = N / warpsN, NI = WN / 8;
+    l.shape = nByK ? std::vector<int64_t>{N, K} : std::vector<int64_t>{K, N};
+    l.threads = 32 * warpsM * warpsN;
+    l.vector = nByK ? 2 : 1;
+    l.warpsM = warpsM;
+    l.warpsN = warpsN;
+    CAPTURE(nByK);
+    REQUIRE(l.slots() == (K / 16) * NI * 4);
+    CHECK(l.copiesPerElement() == warpsM);
+    CHECK_FALSE(verifyOwnership(l).has_value());
+    for (int64_t tid = 0; tid < l.threads; ++tid)
+      for (int64_t s = 0; s < l.slots(); ++s) {
+        int64_t w = tid / 32, g = (tid % 32) / 4, t = tid % 4, i = s % 4, block = s / 4;
+        int64_t n = (w % warpsN) * WN + (block % NI) * 8 + g;
+        int64_t k = (block / NI) * 16 + 2 * t + (i & 1) + 8 * (i >> 1);
+        CHECK(l.elementAt(tid, s) == (nByK ? n * K + k : k * N + n));
+      }
+  }
+}
