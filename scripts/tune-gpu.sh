@@ -22,7 +22,8 @@
 # 6. w4a16 (not in the default): samples/dequant_gemm_w4a16.tile at the decode shape M=16,
 #    N=K=8192: tilec bench as written, a copy of the weights' and scales' bytes, tilec tune over
 #    W4_SPACE, and Nsight Compute profiles of the kernel as written (sections, and warp-stall
-#    samples by SASS instruction through scripts/ncu_stalls.py; W4_DEFS adds -D options).
+#    samples by SASS instruction through scripts/ncu_stalls.py; W4_DEFS adds -D options, W4_FILE
+#    names another kernel of the same signature, e.g. tests/gpu/kernels/w4a16_breg.tile).
 # 7. attention (not in the default): samples/flash_attention.tile (fp16 D128, B8 H16 S4096) by
 #    tilec bench, with and without --ping-pong (ATT_FLAGS adds flags to both), and Nsight
 #    Compute profiles of the default build (sections, and warp-stall samples by SASS
@@ -120,7 +121,7 @@ if has rmsnorm-two-pass-widths; then
 fi
 if has w4a16; then
   echo "== W4A16 M=16 N=K=8192"
-  w4=$root/samples/dequant_gemm_w4a16.tile
+  w4=$root/${W4_FILE:-samples/dequant_gemm_w4a16.tile}
   # int4 weights (N K / 2 bytes) and float16 scales (K / 128 x N), read once
   "$tilec" bench --copy $((8192 * 4096 + 64 * 8192 * 2)) --reps 30 | tail -n +2
   "$tilec" bench "$w4" ${W4_DEFS:-} --shape M=16,N=8192,K=8192 --reps 30 | tail -n +2
