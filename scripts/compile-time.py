@@ -132,6 +132,16 @@ def conformance_report(args):
                 f"{a} " + ("error" if results[p][a] is None else f"{results[p][a][0]:.0f} ms")
                 for a in archs), file=sys.stderr)
 
+        # All of them by one command, one job and one per core (`-j 0`), as a build would.
+        together = {}
+        files = [os.path.join(args.dir, p + ".tile") for p in programs
+                 if results[p]["sm_90a"] is not None]
+        for jobs in ["1", "0"]:
+            runs = [once([args.tilec, "compile", "-j", jobs, *files, "--arch", "sm_90a",
+                          "--emit", "cubin,header", "-o", out]) for _ in range(args.runs)]
+            together[jobs] = (None if any(r is None for r in runs)
+                              else statistics.median(runs))
+
     def top(passes, n=3):
         total = sum(passes.values()) or 1.0
         best = sorted(passes.items(), key=lambda kv: -kv[1])[:n]
@@ -167,6 +177,12 @@ def conformance_report(args):
     lines.append("")
     lines.append("`error`: the program does not compile for that target (mla_decode needs more "
                  "shared memory than sm_80 has).")
+    lines.append("")
+    fmt_ms = lambda v: "error" if v is None else f"{v:.0f} ms"
+    lines.append(f"The same sm_90a programs by one command, `tilec compile -j N "
+                 f"{{all of them}} --emit cubin,header` (median of {args.runs}): "
+                 f"{fmt_ms(together['1'])} with `-j 1`, {fmt_ms(together['0'])} with `-j 0` "
+                 f"(one job per core, {os.cpu_count()} here).")
     lines.append("")
     slowest = sorted((p for p in programs if results[p]["sm_90a"]),
                      key=lambda p: -results[p]["sm_90a"][0])[:args.slowest]

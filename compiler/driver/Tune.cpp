@@ -2,6 +2,7 @@
 
 #include "bench/Report.h"
 #include "driver/HeaderGen.h"
+#include "driver/Parallel.h"
 #include "driver/Pipeline.h"
 #include "driver/Progress.h"
 
@@ -13,7 +14,6 @@
 #include <iterator>
 #include <ostream>
 #include <sstream>
-#include <thread>
 
 #include <unistd.h>
 
@@ -55,42 +55,31 @@ std::string firstError(const std::string &text) {
 std::vector<Compiled> compileAll(const TuneOptions &opts, const std::string &arch,
                                  const std::vector<bench::Variant> &variants, Progress &progress) {
   std::vector<Compiled> out(variants.size());
-  std::atomic<size_t> next{0}, done{0};
-  auto worker = [&]() {
-    for (size_t i = next++; i < variants.size(); i = next++) {
-      Compiled &c = out[i];
-      c.variant = variants[i];
-      c.name = bench::variantName(variants[i]);
-      DriverOptions o = opts.compile;
-      o.arch = arch;
-      o.color = false;
-      o.timePasses = false;
-      for (const auto &[name, value] : variants[i])
-        o.defines[name] = value;
-      std::ostringstream sout, serr;
-      int status = compileAndUse(o, sout, serr, [&](Compilation &comp) {
-        c.program = *comp.program;
-        c.module = comp.lowered->module;
-        c.cubin = comp.cubin;
-        c.ptx = comp.ptx;
-        return 0;
-      });
-      c.ok = status == 0;
-      c.warnings = serr.str();
-      if (!c.ok)
-        c.reason = firstError(serr.str());
-      progress.show(fmt::format("[compiled {}/{}]", ++done, variants.size()));
-    }
-  };
-  unsigned jobs = opts.jobs > 0 ? static_cast<unsigned>(opts.jobs)
-                                : std::max(1u, std::thread::hardware_concurrency());
-  jobs = std::min<unsigned>(jobs, static_cast<unsigned>(variants.size()));
-  std::vector<std::thread> threads;
-  for (unsigned j = 1; j < jobs; ++j)
-    threads.emplace_back(worker);
-  worker();
-  for (std::thread &t : threads)
-    t.join();
+  std::atomic<size_t> done{0};
+  parallelFor(variants.size(), opts.jobs, [&](size_t i) {
+    Compiled &c = out[i];
+    c.variant = variants[i];
+    c.name = bench::variantName(variants[i]);
+    DriverOptions o = opts.compile;
+    o.arch = arch;
+    o.color = false;
+    o.timePasses = false;
+    for (const auto &[name, value] : variants[i])
+      o.defines[name] = value;
+    std::ostringstream sout, serr;
+    int status = compileAndUse(o, sout, serr, [&](Compilation &comp) {
+      c.program = *comp.program;
+      c.module = comp.lowered->module;
+      c.cubin = comp.cubin;
+      c.ptx = comp.ptx;
+      return 0;
+    });
+    c.ok = status == 0;
+    c.warnings = serr.str();
+    if (!c.ok)
+      c.reason = firstError(serr.str());
+    progress.show(fmt::format("[compiled {}/{}]", ++done, variants.size()));
+  });
   return out;
 }
 

@@ -1,6 +1,7 @@
 // tilec: the command line. Parses options into DriverOptions; the work is in Driver.cpp.
 #include "driver/Bench.h"
 #include "driver/Driver.h"
+#include "driver/Parallel.h"
 #include "driver/Pipeline.h"
 #include "driver/Tune.h"
 
@@ -78,6 +79,7 @@ int main(int argc, char **argv) {
 
   std::vector<std::string> inputs;
   std::string color = "auto";
+  int jobs = 1;
   auto addCommon = [&](CLI::App *cmd) {
     cmd->add_option("files", inputs, "the .tile sources, or thread IR text (.thir)");
     cmd->add_flag("-w", opts.noWarnings, "print no warnings");
@@ -92,6 +94,12 @@ int main(int argc, char **argv) {
         ->allow_extra_args(false);
     cmd->add_option("-I", opts.includeDirs, "search DIR for imported modules (before the stdlib)")
         ->allow_extra_args(false);
+  };
+  auto addJobs = [&](CLI::App *cmd) {
+    cmd->add_option("--jobs,-j", jobs,
+                    "inputs compiled at once (default 1; 0: one per core); their messages are "
+                    "printed in the order of the inputs")
+        ->check(CLI::NonNegativeNumber);
   };
   // How code is generated: compile, bench and tune take the same flags, so that what bench
   // times and tune picks is what compile builds.
@@ -119,10 +127,12 @@ int main(int argc, char **argv) {
   std::vector<std::string> checkDumps = {"parse", "sema", "ast", "tile-ir"};
   CLI::App *check = app.add_subcommand("check", "parse and verify only");
   addCommon(check);
+  addJobs(check);
   check->add_option("--dump-after", opts.dumpAfter, "print the IR after a pass to stdout")
       ->check(CLI::IsMember(checkDumps));
   CLI::App *compile = app.add_subcommand("compile", "compile to a cubin and a C++ header");
   addCommon(compile);
+  addJobs(compile);
   compile
       ->add_option("--dump-after", opts.dumpAfter,
                    "print the IR after PASS to stdout (a pass of --print-pipeline, or ast, "
@@ -381,25 +391,40 @@ int main(int argc, char **argv) {
                (color == "auto" && ::isatty(STDERR_FILENO) && !std::getenv("NO_COLOR") &&
                 !(term && std::string_view(term) == "dumb"));
   opts.stdlibDirs = stdlibDirs();
-  try {
-    // Each input is compiled on its own, as if by its own command; the status is 1 when any
-    // failed, and the later ones are still compiled.
-    int status = 0;
-    for (const std::string &in : inputs) {
-      tilec::driver::DriverOptions one = opts;
-      one.input = in;
-      if (writeDepfile && one.depfile.empty())
-        one.depfile =
-            (std::filesystem::path(one.outDir) / (std::filesystem::path(in).stem().string() + ".d"))
-                .string();
-      int r = check->parsed() ? tilec::driver::runCheck(one, std::cout, std::cerr)
-                              : tilec::driver::runCompile(one, std::cout, std::cerr);
-      status = std::max(status, r);
+  // Each input is compiled on its own, as if by its own command; the status is 1 when any
+  // failed, and the later ones are still compiled. With several jobs each input's output is
+  // held until the earlier inputs' is printed, so the text does not depend on the timing.
+  auto compileOne = [&](const std::string &in, std::ostream &out, std::ostream &err) {
+    tilec::driver::DriverOptions one = opts;
+    one.input = in;
+    if (writeDepfile && one.depfile.empty())
+      one.depfile =
+          (std::filesystem::path(one.outDir) / (std::filesystem::path(in).stem().string() + ".d"))
+              .string();
+    try {
+      return check->parsed() ? tilec::driver::runCheck(one, out, err)
+                             : tilec::driver::runCompile(one, out, err);
+    } catch (const std::exception &e) {
+      err << "tilec: internal compiler error: " << e.what()
+          << "\nplease report this with the input file\n";
+      return 1;
     }
+  };
+  int status = 0;
+  if (jobs == 1 || inputs.size() == 1) {
+    for (const std::string &in : inputs)
+      status = std::max(status, compileOne(in, std::cout, std::cerr));
     return status;
-  } catch (const std::exception &e) {
-    std::cerr << "tilec: internal compiler error: " << e.what()
-              << "\nplease report this with the input file\n";
-    return 1;
   }
+  std::vector<std::ostringstream> outs(inputs.size()), errs(inputs.size());
+  std::vector<int> statuses(inputs.size(), 0);
+  tilec::driver::parallelFor(inputs.size(), jobs, [&](size_t i) {
+    statuses[i] = compileOne(inputs[i], outs[i], errs[i]);
+  });
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::cout << outs[i].str() << std::flush;
+    std::cerr << errs[i].str() << std::flush;
+    status = std::max(status, statuses[i]);
+  }
+  return status;
 }
