@@ -133,10 +133,8 @@ thir::Stmt KernelLowering::barrier() const {
 
 void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::Body &out) {
   const int C = static_cast<int>(k_.threads), S = plan.stages, G = plan.itersPerSlot;
-  // A turn held from one iteration's last gemm to the next's first also holds the wait for the
-  // next iteration's slot: with one stage that slot is the one the other warpgroup has yet to
-  // release.
-  const bool pingPong = plan.pingPong && opts_.pingPong && C == 2 * kProducerThreads && S > 1;
+  // The plan decided where turns can work (two consumer warpgroups, more than one stage).
+  const bool pingPong = plan.pingPong && opts_.pingPong;
   // Barrier 0 is the block's, 1 the consumers' (roles.elseGroup); a ping-pong's turns use 2, 3.
   const int kTurnBarrier = 2;
   out_.threads = C + kProducerThreads;

@@ -46,9 +46,10 @@ struct PipelinePlan {
   /// The loop's body is its copies and one gemm: on wgmma, each iteration's group stays in flight
   /// while the next is issued, and a stage is released once the group reading it completed.
   bool gemmInFlight = false;
-  /// Two consumer warpgroups and a loop that computes beside its gemms (attention's softmax):
-  /// the warpgroups take turns issuing their wgmma (ping-pong), so that one's other work runs
-  /// while the other's gemms keep the tensor cores busy (FlashAttention-3's scheduler barriers).
+  /// Two consumer warpgroups, more than one stage, and a loop that computes beside its gemms
+  /// (attention's softmax): the warpgroups take turns issuing their wgmma (ping-pong), so that
+  /// one's other work runs while the other's gemms keep the tensor cores busy (FlashAttention-3's
+  /// scheduler barriers).
   bool pingPong = false;
   /// plan-shared: the mbarriers of a warp-specialized loop, full[s] at barrierOffset + 8 s and
   /// empty[s] at barrierOffset + 8 (stages + s).

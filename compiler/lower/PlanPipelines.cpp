@@ -180,7 +180,9 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
   plan.tmaDims = std::move(tmaDims);
   plan.consumerPrologue = std::move(consumerPrologue);
   plan.gemmInFlight = gemms == 1 && others == 0;
-  plan.pingPong = k.threads == 2 * kProducerThreads && others > 0;
+  // With one stage a turn held from one iteration's last gemm to the next's first would also
+  // hold the wait for the next slot, which the other warpgroup has yet to release.
+  plan.pingPong = k.threads == 2 * kProducerThreads && others > 0 && plan.stages > 1;
   // A slot of at least 32 KiB of tiles (what CUTLASS's 128x128x64 16-bit stages hold).
   int64_t bytes = 0;
   for (const tile::Stmt *c : plan.copies) {
