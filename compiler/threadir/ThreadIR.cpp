@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 namespace tilec::thir {
@@ -443,5 +444,41 @@ Expr bitcast(Expr a, Type t) {
 }
 
 std::string printExpr(const Expr &e, const Kernel &k) { return TreePrinter().expr(e, k); }
+
+namespace {
+
+bool collectHeldBarriers(const Body &body, bool held, std::vector<const Stmt *> &out) {
+  for (const Stmt &st : body) {
+    auto *d = std::get_if<DeclVar>(&st.op);
+    const Wgmma *w = d && d->init ? std::get_if<Wgmma>(&d->init->op) : nullptr;
+    if (auto *t = std::get_if<WarpgroupTurn>(&st.op))
+      held = !t->pass;
+    else if (w && w->turn.barrier >= 0)
+      held = w->turn.wait && !w->turn.pass ? true : w->turn.pass ? false : held;
+    else if (std::holds_alternative<Barrier>(st.op) && held)
+      out.push_back(&st);
+    else if (auto *f = std::get_if<ForStmt>(&st.op)) {
+      // The second walk sees the turn the first left held; report its barriers once.
+      std::vector<const Stmt *> again;
+      held = collectHeldBarriers(f->body, collectHeldBarriers(f->body, held, out), again);
+      for (const Stmt *b : again)
+        if (std::find(out.begin(), out.end(), b) == out.end())
+          out.push_back(b);
+    } else if (auto *i = std::get_if<IfStmt>(&st.op)) {
+      // A branch's turns are the first warpgroup's last wait or the second's first pass.
+      collectHeldBarriers(i->then, held, out);
+      collectHeldBarriers(i->otherwise, held, out);
+    }
+  }
+  return held;
+}
+
+} // namespace
+
+std::vector<const Stmt *> barriersInHeldTurns(const Kernel &k) {
+  std::vector<const Stmt *> out;
+  collectHeldBarriers(k.body, false, out);
+  return out;
+}
 
 } // namespace tilec::thir

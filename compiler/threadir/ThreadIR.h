@@ -530,6 +530,11 @@ bool isLeaf(const Node &n);
 
 /// The text form of a module (docs/thread-ir.md): every field, one statement a line, subtrees
 /// shared within a statement named by `let`. parseThreadIR reads it back exactly.
+/// The barriers of `k` that lie where a warpgroup holds a ping-pong turn (from its wait to its
+/// pass; a loop's body counts twice, as a turn may span iterations). The other warpgroup waits
+/// for the turn there and never reaches the barrier: the block would hang.
+std::vector<const Stmt *> barriersInHeldTurns(const Kernel &k);
+
 std::string print(const Module &m);
 /// `float32` or `float32x4`.
 std::string typeString(Type t);

@@ -154,6 +154,9 @@ private:
         requireType(c.value.get(), c.value, kInt64, "a checked dimension");
       }
     body(k.body);
+    for (const Stmt *b : barriersInHeldTurns(k))
+      error(b, "a barrier where a warpgroup holds its ping-pong turn (the other warpgroup waits "
+               "for the turn and never reaches it)");
   }
 
   void tensorMap(const Param &p) {
