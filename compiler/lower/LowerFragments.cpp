@@ -10,6 +10,7 @@
 #include "tileir/OpInterface.h"
 
 #include <functional>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -672,10 +673,10 @@ void KernelLowering::lowerFill(const tile::Stmt &s, const tile::Fill &f, thir::B
 
 void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thir::Body &out) {
   const tile::BufferPtr &src = r.src.buffer, &dst = r.dst.buffer;
-  if (!isFloat(src->dtype) && !isInteger(src->dtype)) {
-    unsupported(s.loc, fmt::format("a reduction of {} values", dtypeName(src->dtype)));
-    return;
-  }
+  // bool values reduce as the integers 0 and 1 (reduceAccumulator): max is any, min is all,
+  // sum counts the true ones; a bool output is then whether the result is non-zero.
+  if (!isFloat(src->dtype) && !isInteger(src->dtype) && src->dtype != DType::Bool)
+    throw std::logic_error("sema lets reductions read numbers and bools only");
   // A B operand's warps hold the same elements: combining every thread's values in registers
   // would count each several times.
   if (!isOnChip(src) || !isOnChip(dst) || !fullBuffer(r.src) || !fullBuffer(r.dst) ||

@@ -128,7 +128,8 @@ inline ReduceOp reduceOp(tile::ReduceKind k) {
 }
 
 /// The type a reduction or scan of `t` values accumulates in: float32 for the narrower floats,
-/// int32 for the narrower integers (the result wraps as if summed in `t`), else `t`.
+/// int32 for the narrower integers (the result wraps as if summed in `t`) and for bools (as 0
+/// and 1), else `t`.
 inline DType reduceAccumulator(DType t) {
   if (isFloat(t))
     return t == DType::Float64 ? DType::Float64 : DType::Float32;
