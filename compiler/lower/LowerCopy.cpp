@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <stdexcept>
+
 namespace tilec::lower::detail {
 
 namespace {
@@ -370,14 +372,26 @@ void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thi
 
 void KernelLowering::atomicIntoShared(const tile::Stmt &s, const tile::Atomic &a, thir::Body &out) {
   const tile::BufferPtr &dst = a.dst.buffer, &src = a.src->buffer;
-  if (!fullBuffer(a.dst) || constShape(src) != constShape(dst)) {
-    unsupported(s.loc, fmt::format("atomic_{} of '{}' into a part of shared buffer '{}' (a whole "
-                                   "buffer of the tile's shape is supported)",
-                                   atomicOpName(a.op), src->name, dst->name));
-    return;
+  // The region of `dst` the tile lands on: its start in every dimension, and the tile's
+  // dimensions in the region's kept ones (sema matched their extents to the tile's shape).
+  const std::vector<int64_t> dstShape = constShape(dst), srcShape = constShape(src);
+  std::vector<thir::Expr> begin;
+  std::vector<Interval> beginRange;
+  std::vector<int64_t> kept;
+  for (const tile::RegionDim &d : a.dst.dims) {
+    begin.push_back(lowerExpr(d.begin, {}));
+    beginRange.push_back(range(d.begin));
+    std::optional<int64_t> extent = tile::asConstInt(d.extent);
+    if (!d.dropped)
+      kept.push_back(extent ? *extent : -1);
+    if (!begin.back())
+      return;
   }
+  if (kept != srcShape)
+    throw std::logic_error("sema matches an atomic's tile to the shape of its shared region");
   // Each element of the tile is added by the thread that holds it (a fragment) or that a walk
-  // of the source buffer gives it; replicated values by one thread.
+  // of the source buffer gives it; replicated values by one thread. Elements whose place falls
+  // outside the buffer (a start known only at run time) are skipped.
   const FragmentLayout walk = flatWalk(src);
   const bool fromFragment = isOnChip(src);
   const FragmentLayout &l = fromFragment ? fragmentLayouts_.at(src->id) : walk;
@@ -386,10 +400,29 @@ void KernelLowering::atomicIntoShared(const tile::Stmt &s, const tile::Atomic &a
   for (const ChunkRef &ch : chunksOf(l)) {
     thir::Expr cond = soleChunkWriter(l, ch);
     thir::Body updates;
-    for (int64_t lane = 0; lane < l.vector; ++lane)
-      updates.push_back(
-          {thir::SharedAtomic{sharedOffset(dst, laneIndex(ch, lane)),
-                              thir::cast(from.read(ch, lane), Type{dst->dtype}), a.op, region}});
+    for (int64_t lane = 0; lane < l.vector; ++lane) {
+      std::vector<thir::Expr> tileIdx = laneIndex(ch, lane), at;
+      thir::Expr inside;
+      for (size_t d = 0, k = 0; d < begin.size(); ++d) {
+        const bool dropped = a.dst.dims[d].dropped;
+        at.push_back(dropped ? begin[d] : thir::binary(thir::BinOp::Add, begin[d], tileIdx[k]));
+        const int64_t last = beginRange[d].hi + (dropped ? 0 : srcShape[k] - 1);
+        if (!dropped)
+          ++k;
+        if (beginRange[d].lo >= 0 && last < dstShape[d])
+          continue;
+        thir::Expr ok =
+            thir::binary(thir::BinOp::And, thir::binary(thir::BinOp::Le, i32(0), at.back()),
+                         thir::binary(thir::BinOp::Lt, at.back(), i32(dstShape[d])));
+        inside = inside ? thir::binary(thir::BinOp::And, inside, ok) : ok;
+      }
+      thir::Stmt update{thir::SharedAtomic{
+          sharedOffset(dst, at), thir::cast(from.read(ch, lane), Type{dst->dtype}), a.op, region}};
+      if (inside)
+        updates.push_back({thir::IfStmt{inside, {std::move(update)}, {}}});
+      else
+        updates.push_back(std::move(update));
+    }
     if (!cond) {
       for (thir::Stmt &u : updates)
         out.push_back(std::move(u));

@@ -1,8 +1,8 @@
 // Atomics into shared memory (tests/gpu/kernels/shared_atomics.tile) against the CPU, exactly:
 // per-block histograms of 16 bins (int32 adds), maxima (float32, a compare-and-swap loop) and
 // sums of halves (float16 adds) in shared memory, then added into global totals; and whole tiles
-// added and maxed into shared buffers (tile_atomics). Ragged sizes, fresh random inputs, and
-// poisoned bytes behind every output.
+// added and maxed into shared buffers (tile_atomics) and into regions of one (region_atomics).
+// Ragged sizes, fresh random inputs, and poisoned bytes behind every output.
 #include "gpu_common.h"
 #include "shared_atomics.h"
 
@@ -60,6 +60,50 @@ int checkTileAtomics(std::mt19937 &rng) {
   return failures;
 }
 
+/// region_atomics: per block of 2 rows of X (zero past N), the 4 x 64 buffer its atomics build
+/// in regions of shared memory (see the kernel). Small integers: exact in any order.
+int checkRegionAtomics(std::mt19937 &rng) {
+  int failures = 0;
+  std::uniform_int_distribution<int> small(-8, 8);
+  for (int64_t N : {int64_t{13}, int64_t{2}, int64_t{1}}) {
+    const int64_t G = (N + 1) / 2;
+    std::vector<float> x(static_cast<size_t>(N * 64));
+    for (float &v : x)
+      v = static_cast<float>(small(rng));
+    auto X = [&](int64_t r, int64_t j) { return r < N ? x[r * 64 + j] : 0.0f; };
+    std::vector<float> want(static_cast<size_t>(G * 256), 0.0f);
+    for (int64_t b = 0; b < G; ++b) {
+      float *S = &want[b * 256];
+      for (int64_t j = 0; j < 64; ++j) {
+        S[64 + j] += X(2 * b, j);
+        S[128 + j] += X(2 * b, j);
+        S[192 + j] += X(2 * b + 1, j);
+        if (j < 32) {
+          S[j] += X(2 * b, j);
+          S[64 + j] += X(2 * b + 1, j);
+        }
+        S[(b % 4) * 64 + j] = std::max(S[(b % 4) * 64 + j], X(2 * b, j));
+        if (b < 4)
+          S[b * 64 + j] += X(2 * b, j);
+      }
+    }
+    DeviceBuffer dx = upload(x);
+    const size_t bytes = want.size() * 4;
+    DeviceBuffer dr = poisoned(bytes + kSlackBytes);
+    CK(tile::shared_atomics::region_atomics(nullptr, dx, dr, N, G));
+    CK(cuCtxSynchronize());
+    std::vector<float> got = download<float>(dr, want.size());
+    int wrong = 0;
+    for (size_t e = 0; e < want.size(); ++e)
+      wrong += std::memcmp(&got[e], &want[e], 4) != 0;
+    bool tail = tailIntact(dr, bytes), ok = wrong == 0 && tail;
+    std::printf("region_atomics N=%lld: %d wrong of %zu%s %s\n", static_cast<long long>(N), wrong,
+                want.size(), tail ? "" : " (wrote past the end)", ok ? "PASS" : "FAIL");
+    failures += !ok;
+  }
+  return failures;
+}
+
 } // namespace
 
 int main() {
@@ -101,5 +145,6 @@ int main() {
               hist[0], gotM[0], mx[0], gotS[0], sum[0], wrong == 0 && tails ? "PASS" : "FAIL");
   int failures = wrong != 0 || !tails;
   failures += checkTileAtomics(rng);
+  failures += checkRegionAtomics(rng);
   return verdict("shared_atomics", failures);
 }
