@@ -156,6 +156,13 @@ std::optional<WgmmaPlan> planWgmma(const tile::Gemm &g, int64_t threads);
 /// The k of one wgmma instruction on operands of `input`: 32 bytes of K, i.e. 16 for 16-bit
 /// types and 32 for float8.
 inline int64_t wgmmaK(DType input) { return 32 / dtypeBytes(input); }
+/// Whether wgmma reads a fragment A laid out as `a` from registers for an accumulator laid out
+/// as `c`: each warpgroup holds whole rows of A, the rows it multiplies (otherwise A goes
+/// through shared memory).
+inline bool wgmmaTakesAInRegisters(const FragmentLayout &a, const FragmentLayout &c) {
+  return a.kind == FragmentLayout::Kind::MmaAccumulator && a.warpgroup && a.warpsN == 1 &&
+         a.warpsM == c.warpsM && a.warpTileN() % 16 == 0;
+}
 
 struct InferenceOptions {
   /// The target has wgmma (sm_90a): gemm accumulators take its layout where the gemm allows.

@@ -284,8 +284,7 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
   }
   bool aRegs = A->scope != tile::Scope::Shared;
   const FragmentLayout *la = aRegs ? &fragmentLayouts_.at(A->id) : nullptr;
-  if (la && (la->kind != FragmentLayout::Kind::MmaAccumulator || !la->warpgroup ||
-             la->warpsN != 1 || la->warpsM != lc.warpsM || la->warpTileN() % 16 != 0)) {
+  if (la && !analysis::wgmmaTakesAInRegisters(*la, lc)) {
     // The warpgroups do not each hold the rows they multiply: go through shared memory.
     if (!stageOperand(s, A, out))
       return;
