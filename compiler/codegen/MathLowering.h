@@ -8,8 +8,9 @@
 namespace tilec::codegen::math {
 
 /// Every function takes and returns a scalar `float` value.
-llvm::Value *exp2(llvm::IRBuilder<> &b, llvm::Value *x);
-llvm::Value *exp(llvm::IRBuilder<> &b, llvm::Value *x);
+/// `flushSubnormals`: a subnormal result is 0 (ex2.approx.ftz.f32, as nvcc's --use_fast_math).
+llvm::Value *exp2(llvm::IRBuilder<> &b, llvm::Value *x, bool flushSubnormals = false);
+llvm::Value *exp(llvm::IRBuilder<> &b, llvm::Value *x, bool flushSubnormals = false);
 llvm::Value *log2(llvm::IRBuilder<> &b, llvm::Value *x);
 llvm::Value *log(llvm::IRBuilder<> &b, llvm::Value *x);
 llvm::Value *rsqrt(llvm::IRBuilder<> &b, llvm::Value *x);

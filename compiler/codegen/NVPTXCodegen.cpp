@@ -1110,9 +1110,9 @@ Value *KernelEmitter::unary(thir::UnOp op, Value *a, thir::Type t) {
     return perLane(x, [&](Value *s) -> Value * {
       switch (op) {
       case UnOp::Exp:
-        return math::exp(b_, s);
+        return math::exp(b_, s, opts_.fastMath);
       case UnOp::Exp2:
-        return math::exp2(b_, s);
+        return math::exp2(b_, s, opts_.fastMath);
       case UnOp::Log:
         return math::log(b_, s);
       case UnOp::Log2:

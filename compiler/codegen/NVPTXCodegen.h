@@ -45,7 +45,7 @@ struct TargetOptions {
   target::TargetInfo target = target::defaultTarget();
   /// Use the hardware approximations where they are much less accurate than the defaults:
   /// tanh and sigmoid by tanh.approx.f32 (rel. error ~2^-11); the defaults are accurate to
-  /// ~1e-6 (`tilec compile --fast-math`).
+  /// ~1e-6; exp and exp2 flush subnormal results to 0 (`tilec compile --fast-math`).
   bool fastMath = false;
   /// float32 `/` as IEEE division (div.rn.f32, with its slow path) instead of div.full.f32
   /// (at most 2 ulp, full range): `tilec compile --precise-div`.

@@ -107,7 +107,8 @@ int main(int argc, char **argv) {
     cmd->add_flag("--precise-div", opts.preciseDiv,
                   "float32 '/' as IEEE division (default: div.full.f32, at most 2 ulp)");
     cmd->add_flag("--fast-math", opts.fastMath,
-                  "tanh and sigmoid by tanh.approx.f32 (relative error ~2^-11, default ~1e-6)");
+                  "tanh and sigmoid by tanh.approx.f32 (relative error ~2^-11, default ~1e-6); "
+                  "exp and exp2 flush subnormal results to 0");
     auto *persistent = cmd->add_flag(
         "--persistent", opts.persistent,
         "every warp-specialized (sm_90a) kernel runs on as many blocks as fit on the GPU, each "
