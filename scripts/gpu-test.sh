@@ -49,6 +49,16 @@ build)
   "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/persistent_causal" \
     --persistent -D causal=True --namespace tile::persistent::flash_causal \
     --emit cubin,ptx,header,layout
+  # Attention with the overlap inside a warpgroup (--overlap-gemms: three stages; causal also
+  # persistent, on two stages), and with --fast-math (exp2 flushing subnormal results).
+  mkdir -p "$gpu/gen/overlap" "$gpu/gen/overlap_causal" "$gpu/gen/fast"
+  "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/overlap" --overlap-gemms \
+    -D num_stages=3 --namespace tile::overlap::flash_attention --emit cubin,ptx,header,layout
+  "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/overlap_causal" \
+    --overlap-gemms --persistent -D causal=True --namespace tile::overlap::flash_causal \
+    --emit cubin,ptx,header,layout
+  "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/fast" --fast-math \
+    --namespace tile::fast::flash_attention --emit cubin,ptx,header,layout
   # The W4A16 sample in its decode and large-M configurations, and through the sm_80 path.
   w4=$root/samples/dequant_gemm_w4a16.tile
   mkdir -p "$gpu/gen/w4_small" "$gpu/gen/w4_large" "$gpu/gen/w4_sm80"

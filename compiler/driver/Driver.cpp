@@ -314,7 +314,8 @@ std::string codegenFlags(const DriverOptions &opts) {
                                   {opts.noFma, "--no-fma"},
                                   {opts.persistent, "--persistent"},
                                   {opts.noPersistent, "--no-persistent"},
-                                  {opts.pingPong, "--ping-pong"}})
+                                  {opts.pingPong, "--ping-pong"},
+                                  {opts.overlapGemms, "--overlap-gemms"}})
     if (set)
       flags += fmt::format(" {}", name);
   return flags;

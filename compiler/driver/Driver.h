@@ -35,6 +35,9 @@ struct DriverOptions {
   /// --ping-pong: the consumer warpgroups of a warp-specialized loop with work beside its gemms
   /// take turns issuing their wgmma (lower::Options::pingPong).
   bool pingPong = false;
+  /// --overlap-gemms: attention-like loops overlap their last gemm with the next iteration's
+  /// work (lower::PlanOptions::overlapGemms).
+  bool overlapGemms = false;
   /// What the header embeds: "cubin" (machine code for --arch only) or "ptx" (compiled by the
   /// driver at load, so it also runs on newer GPUs, e.g. an sm_80 build on an H200).
   std::string embed = "cubin";

@@ -120,6 +120,10 @@ int main(int argc, char **argv) {
                   "the two consumer warpgroups of a warp-specialized loop with work beside its "
                   "gemms take turns issuing their wgmma (FlashAttention-3's scheduler barriers; "
                   "slower on the H200 so far, docs/results.md)");
+    cmd->add_flag("--overlap-gemms", opts.overlapGemms,
+                  "a warp-specialized loop's last gemm runs beside the next iteration's work "
+                  "(attention's P@V beside the softmax, FlashAttention-3's overlap inside a "
+                  "warpgroup; not faster on the H200 so far, docs/results.md)");
     cmd->add_flag("--no-fma", opts.noFma,
                   "keep a * b + c as two rounded operations (default: may fuse into one fma, "
                   "as nvcc --fmad=true)");

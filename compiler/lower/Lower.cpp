@@ -810,7 +810,7 @@ std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &di
   ProgramPlan plan;
   if (!inferLayouts(p, opts.target, diags, plan))
     return std::nullopt;
-  planPipelines(p, opts.target, plan);
+  planPipelines(p, opts.target, plan, {opts.overlapGemms});
   planShared(p, opts.target, plan);
   return lowerToThreadIR(p, plan, diags, opts);
 }

@@ -29,6 +29,8 @@ struct Options {
   /// warpgroups in ping-pong (PipelinePlan::pingPong). Off by default: on the H200 attention
   /// and MLA decode ran 3-17% slower with it (docs/results.md, 2026-12-02).
   bool pingPong = false;
+  /// lowerProgram's plan-pipelines: PlanOptions::overlapGemms.
+  bool overlapGemms = false;
 };
 
 /// A decision lowering took, kept for the layout report.

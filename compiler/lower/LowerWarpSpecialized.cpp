@@ -18,6 +18,15 @@
 //                 G > 1 only in a slot's first iteration, the others keep G groups in flight); then
 //                 the statements after the loop, whose block barriers become named barriers of
 //                 the consumer threads (the producer has left)
+//   overlap:      (PipelinePlan::overlap, --overlap-gemms) the first iteration runs before the
+//                 loop without the body's tail; every later one issues its gemm (wait_group 1
+//                 left in flight), then the previous iteration's tail on the previous slot
+//                 (its gemm left in flight), waits for its own gemm (wait_group 1), runs on
+//                 while the tail's gemm does, and waits for that (wait_group 0) before the
+//                 first statement touching its registers; the last tail runs after the loop.
+//                 The tail's copies have a ring of their own (ring 1, after ring 0's barriers):
+//                 the producer fills both rings in each iteration, ring 0's slot is released
+//                 once the iteration's gemm completed, ring 1's once the tail's did
 #include "lower/LowerImpl.h"
 
 #include "tileir/Arith.h"
@@ -135,6 +144,7 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   const int C = static_cast<int>(k_.threads), S = plan.stages, G = plan.itersPerSlot;
   // The plan decided where turns can work (two consumer warpgroups, more than one stage).
   const bool pingPong = plan.pingPong && opts_.pingPong;
+  const PipelinePlan::GemmOverlap *overlap = plan.overlap && !pingPong ? &*plan.overlap : nullptr;
   // Barrier 0 is the block's, 1 the consumers' (roles.elseGroup); a ping-pong's turns use 2, 3.
   const int kTurnBarrier = 2;
   out_.threads = C + kProducerThreads;
@@ -143,15 +153,23 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     return;
   thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
   thir::Expr tma = eq(thir::param(tmaEnabledParam_, DType::Int32), i32(1));
-  auto full = [&](thir::Expr s) { return add(i32(plan.barrierOffset), mul(s, 8)); };
-  auto empty = [&](thir::Expr s) { return add(i32(plan.barrierOffset + 8 * S), mul(s, 8)); };
+  // Ring r's barriers (PipelinePlan::barrierOffset); one ring unless an overlap splits them.
+  const int rings = overlap ? plan.rings() : 1;
+  auto ringOf = [&](const tile::Stmt *copy) { return overlap ? plan.ringOf(copy) : 0; };
+  auto full = [&](int r, thir::Expr s) {
+    return add(i32(plan.barrierOffset + 16 * S * r), mul(s, 8));
+  };
+  auto empty = [&](int r, thir::Expr s) {
+    return add(i32(plan.barrierOffset + 16 * S * r + 8 * S), mul(s, 8));
+  };
   {
     thir::IfStmt init{eq(tid, i32(0)), {}, {}};
-    for (int s = 0; s < S; ++s) {
-      init.then.push_back(
-          {thir::MbarrierInit{full(i32(s)), thir::select(tma, i32(1), i32(kProducerThreads))}});
-      init.then.push_back({thir::MbarrierInit{empty(i32(s)), i32(C)}});
-    }
+    for (int r = 0; r < rings; ++r)
+      for (int s = 0; s < S; ++s) {
+        init.then.push_back({thir::MbarrierInit{full(r, i32(s)),
+                                                thir::select(tma, i32(1), i32(kProducerThreads))}});
+        init.then.push_back({thir::MbarrierInit{empty(r, i32(s)), i32(C)}});
+      }
     init.then.push_back({thir::FenceMbarrierInit{}});
     out.push_back({std::move(init)});
     out.push_back({thir::Barrier{}});
@@ -290,57 +308,65 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     thir::Expr it = thir::var(loop.var, i32t);
     RingPosition at = position(it);
     thir::Expr slot = at.slot;
-    int64_t bytes = 0;
-    for (const tile::Stmt *st : plan.copies)
-      bytes += shared_.at(std::get<tile::Copy>(st->op).dst.buffer->id).layout.bytes();
-    thir::Body enter = {
-        {thir::MbarrierWait{empty(slot), thir::binary(thir::BinOp::BitXor, at.phase, i32(1))}}};
-    if (useTma) {
-      // The slot's bytes: its G iterations' tiles, fewer in a last slot the loop does not fill.
-      thir::Expr tx = i32(bytes * G);
-      if (G > 1)
-        tx = mul(thir::binary(thir::BinOp::Min, i32(G), sub(n, it)), bytes);
-      enter.push_back({thir::MbarrierArrive{full(slot), tx}});
-    }
-    onlyIf(at.first, std::move(enter), loop.body);
     bind(*f.vars[0], add(begin, it));
     std::set<int> savedDeclared = declaredHere_;
-    for (const tile::Stmt *l : plan.lets)
-      lowerStmt(*l, loop.body, {});
-    for (size_t ci = 0; ci < plan.copies.size(); ++ci) {
-      const tile::Stmt *st = plan.copies[ci];
-      const tile::Copy &c = std::get<tile::Copy>(st->op);
-      const SharedBuffer &sb = shared_.at(c.dst.buffer->id);
-      const analysis::SharedLayout &l = sb.layout;
-      thir::Expr version = mul(at.version, l.bytes());
-      const TmaDims kept = plan.tmaDims.at(ci);
-      std::vector<thir::Expr> starts;
-      for (const tile::RegionDim &d : c.src.dims) {
-        thir::Expr start = lowerExpr(d.begin, {});
-        if (!start)
-          return;
-        starts.push_back(thir::cast(start, i32t));
-      }
+    for (int ring = 0; ring < rings; ++ring) {
+      int64_t bytes = 0;
+      for (const tile::Stmt *st : plan.copies)
+        if (ringOf(st) == ring)
+          bytes += shared_.at(std::get<tile::Copy>(st->op).dst.buffer->id).layout.bytes();
+      thir::Body enter = {{thir::MbarrierWait{
+          empty(ring, slot), thir::binary(thir::BinOp::BitXor, at.phase, i32(1))}}};
       if (useTma) {
-        int64_t boxCols = l.panelBytes / l.elementBytes;
-        for (int64_t p = 0; p * l.panelBytes < l.rowBytes; ++p) {
-          // Innermost first: the tile's columns of this panel, then the other dimensions.
-          std::vector<thir::Expr> coords;
-          for (size_t d = starts.size(); d-- > 0;)
-            coords.push_back(d == kept.col && p > 0 ? add(starts[d], i32(p * boxCols)) : starts[d]);
-          loop.body.push_back({thir::TmaLoad{
-              tensorMapOf_.at(st), std::move(coords),
-              add(i32(sb.offset + p * l.rows * l.panelBytes), version), full(slot)}});
-        }
-      } else {
-        stageOffset_[c.dst.buffer->id] = version;
-        copyElementwise(c, kept, starts, sub(tid, i32(C)), loop.body);
-        stageOffset_.erase(c.dst.buffer->id);
+        // The slot's bytes: its G iterations' tiles, fewer in a last slot the loop does not fill.
+        thir::Expr tx = i32(bytes * G);
+        if (G > 1)
+          tx = mul(thir::binary(thir::BinOp::Min, i32(G), sub(n, it)), bytes);
+        enter.push_back({thir::MbarrierArrive{full(ring, slot), tx}});
       }
+      onlyIf(at.first, std::move(enter), loop.body);
+      if (ring == 0)
+        for (const tile::Stmt *l : plan.lets)
+          lowerStmt(*l, loop.body, {});
+      for (size_t ci = 0; ci < plan.copies.size(); ++ci) {
+        const tile::Stmt *st = plan.copies[ci];
+        if (ringOf(st) != ring)
+          continue;
+        const tile::Copy &c = std::get<tile::Copy>(st->op);
+        const SharedBuffer &sb = shared_.at(c.dst.buffer->id);
+        const analysis::SharedLayout &l = sb.layout;
+        thir::Expr version = mul(at.version, l.bytes());
+        const TmaDims kept = plan.tmaDims.at(ci);
+        std::vector<thir::Expr> starts;
+        for (const tile::RegionDim &d : c.src.dims) {
+          thir::Expr start = lowerExpr(d.begin, {});
+          if (!start)
+            return;
+          starts.push_back(thir::cast(start, i32t));
+        }
+        if (useTma) {
+          int64_t boxCols = l.panelBytes / l.elementBytes;
+          for (int64_t p = 0; p * l.panelBytes < l.rowBytes; ++p) {
+            // Innermost first: the tile's columns of this panel, then the other dimensions.
+            std::vector<thir::Expr> coords;
+            for (size_t d = starts.size(); d-- > 0;)
+              coords.push_back(d == kept.col && p > 0 ? add(starts[d], i32(p * boxCols))
+                                                      : starts[d]);
+            loop.body.push_back({thir::TmaLoad{
+                tensorMapOf_.at(st), std::move(coords),
+                add(i32(sb.offset + p * l.rows * l.panelBytes), version), full(ring, slot)}});
+          }
+        } else {
+          stageOffset_[c.dst.buffer->id] = version;
+          copyElementwise(c, kept, starts, sub(tid, i32(C)), loop.body);
+          stageOffset_.erase(c.dst.buffer->id);
+        }
+      }
+      if (!useTma)
+        onlyIf(at.last,
+               {{thir::FenceProxyAsync{}}, {thir::MbarrierArrive{full(ring, slot), nullptr}}},
+               loop.body);
     }
-    if (!useTma)
-      onlyIf(at.last, {{thir::FenceProxyAsync{}}, {thir::MbarrierArrive{full(slot), nullptr}}},
-             loop.body);
     declaredHere_ = savedDeclared;
     into.push_back({std::move(loop)});
   };
@@ -370,24 +396,13 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
                                                      fragmentLayouts_.at(g->c.buffer->id).warpgroup)
         inFlight = g;
   auto consumerTile = [&](thir::Body &into) {
-    thir::ForStmt loop = countingLoop(nextVar_++, n);
-    thir::Expr it = thir::var(loop.var, i32t);
-    RingPosition at = position(it);
-    onlyIf(at.first, {{thir::MbarrierWait{full(at.slot), at.phase}}}, loop.body);
-    for (const tile::Stmt *st : plan.copies) {
-      const tile::BufferPtr &b = std::get<tile::Copy>(st->op).dst.buffer;
-      stageOffset_[b->id] = mul(at.version, shared_.at(b->id).layout.bytes());
-    }
     std::optional<Interval> r;
     auto b0 = tile::asConstInt(f.begins[0]), n0 = tile::asConstInt(f.extents[0]);
     if (b0 && n0)
       r = Interval{*b0, *b0 + std::max<int64_t>(*n0 - 1, 0)};
-    bind(*f.vars[0], add(begin, it), r);
-    // With G iterations per slot only a slot's first iteration releases anything: the others
-    // leave their groups in flight (wait_group G is no wait) and the first waits for all but
-    // its own group before it releases the previous slot.
-    wgmmaPending_ = inFlight ? G : 0;
     std::set<const tile::Stmt *> issued(plan.copies.begin(), plan.copies.end());
+    if (overlap)
+      issued.insert(overlap->rotated.begin(), overlap->rotated.end());
     // Ping-pong (FlashAttention-3's scheduler barriers): a warpgroup's turn runs from its
     // last gemm of one iteration to its first gemm of the next, so that the tensor cores run
     // one warpgroup's gemms back to back while the other computes.
@@ -395,17 +410,101 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     for (const tile::Stmt &st : f.body)
       if (std::holds_alternative<tile::Gemm>(st.op))
         gemms.push_back(&st);
-    for (const tile::Stmt &st : f.body) {
-      if (issued.count(&st) || failed_)
-        continue;
+    // The buffers of the ring read in iteration `it`: its slot's versions.
+    auto atSlotOf = [&](thir::Expr iteration) {
+      for (const tile::Stmt *st : plan.copies) {
+        const tile::BufferPtr &b = std::get<tile::Copy>(st->op).dst.buffer;
+        stageOffset_[b->id] = mul(position(iteration).version, shared_.at(b->id).layout.bytes());
+      }
+    };
+    auto leaveSlots = [&] {
+      for (const tile::Stmt *st : plan.copies)
+        stageOffset_.erase(std::get<tile::Copy>(st->op).dst.buffer->id);
+    };
+    // Overlap: the tail of iteration it - 1 (on that iteration's slot), issued behind this
+    // iteration's gemm, which the wait after it leaves in flight no longer.
+    // With two rings the tail's copies have their own: the tail waits for its slot, and the
+    // first ring's slot is free once the gemm the tail is issued behind completed.
+    const int lateRing = rings - 1;
+    auto waitLate = [&](thir::Expr iteration, thir::Body &body) {
+      if (rings > 1) {
+        RingPosition at = position(iteration);
+        body.push_back({thir::MbarrierWait{full(lateRing, at.slot), at.phase}});
+      }
+    };
+    auto releaseEarly = [&](thir::Expr it, thir::Body &body) {
+      if (rings > 1)
+        body.push_back({thir::MbarrierArrive{empty(0, position(it).slot), nullptr}});
+    };
+    auto issueRotated = [&](thir::Expr it, thir::Body &body) {
+      waitLate(sub(it, i32(1)), body);
+      atSlotOf(sub(it, i32(1)));
+      wgmmaPending_ = 2;
+      for (const tile::Stmt *st : overlap->rotated)
+        lowerStmt(*st, body, {});
+      wgmmaPending_ = 0;
+      atSlotOf(it);
+      body.push_back({thir::WgmmaWait{
+          1, slotVars_.at(std::get<tile::Gemm>(overlap->issueAfter->op).c.buffer->id)}});
+      releaseEarly(it, body);
+    };
+    auto waitRotated = [&](thir::Expr it, thir::Body &body) {
+      body.push_back({thir::WgmmaWait{
+          0, slotVars_.at(std::get<tile::Gemm>(overlap->gemm().op).c.buffer->id)}});
+      body.push_back(
+          {thir::MbarrierArrive{empty(lateRing, position(sub(it, i32(1))).slot), nullptr}});
+    };
+    // Iteration `it`'s statements (the producer's copies aside). With the overlap, the first
+    // iteration (`peeled`, before the loop) runs without the tail, which the next one runs;
+    // the others run the previous tail behind their own gemm.
+    auto lowerIteration = [&](thir::Expr it, bool peeled, thir::Body &body) {
+      RingPosition at = position(it);
+      onlyIf(at.first, {{thir::MbarrierWait{full(0, at.slot), at.phase}}}, body);
+      atSlotOf(it);
+      bind(*f.vars[0], add(begin, it), r);
+      // With G iterations per slot only a slot's first iteration releases anything: the others
+      // leave their groups in flight (wait_group G is no wait) and the first waits for all but
+      // its own group before it releases the previous slot.
+      wgmmaPending_ = inFlight ? G : 0;
+      for (const tile::Stmt &st : f.body) {
+        if (issued.count(&st) || failed_)
+          continue;
+        if (overlap && !peeled && &st == overlap->waitBefore)
+          waitRotated(it, body);
+        turn_ = {};
+        if (pingPong && !gemms.empty() && (&st == gemms.front() || &st == gemms.back()))
+          turn_ = {kTurnBarrier, /*wait=*/&st == gemms.back(), /*pass=*/&st == gemms.front()};
+        const bool issuesRotated = overlap && !peeled && &st == overlap->issueAfter;
+        if (issuesRotated)
+          wgmmaPending_ = 1;
+        lowerStmt(st, body, {});
+        if (issuesRotated) {
+          wgmmaPending_ = 0;
+          issueRotated(it, body);
+        } else if (overlap && peeled && &st == overlap->issueAfter) {
+          releaseEarly(it, body);
+        }
+      }
+      if (overlap && !peeled && !overlap->waitBefore)
+        waitRotated(it, body);
       turn_ = {};
-      if (pingPong && !gemms.empty() && (&st == gemms.front() || &st == gemms.back()))
-        turn_ = {kTurnBarrier, /*wait=*/&st == gemms.back(), /*pass=*/&st == gemms.front()};
-      lowerStmt(st, loop.body, {});
+      wgmmaPending_ = 0;
+    };
+    thir::ForStmt loop = countingLoop(nextVar_++, n);
+    thir::Expr it = thir::var(loop.var, i32t);
+    if (overlap) {
+      // No branch on the first iteration inside the loop: ptxas then keeps each wgmma wait
+      // where it stands rather than early in the softmax.
+      thir::IfStmt first{thir::binary(thir::BinOp::Gt, n, i32(0)), {}, {}};
+      lowerIteration(i32(0), /*peeled=*/true, first.then);
+      into.push_back({std::move(first)});
+      loop.begin = i32(1);
     }
-    turn_ = {};
-    wgmmaPending_ = 0;
-    if (inFlight) {
+    lowerIteration(it, /*peeled=*/false, loop.body);
+    RingPosition at = position(it);
+    if (overlap) {
+      // The slot is released by the next iteration, once this one's last gemm completed.
+    } else if (inFlight) {
       // The group of iteration it - 1 has completed (wait_group 1, in the wgmma or after it):
       // when that was the last iteration of the previous slot, the slot is free.
       thir::Expr previous = rem(add(at.slot, i32(S - 1)), S);
@@ -415,14 +514,13 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
       thir::Body release;
       if (G > 1)
         release.push_back({thir::WgmmaWait{1, slotVars_.at(inFlight->c.buffer->id)}});
-      release.push_back({thir::MbarrierArrive{empty(previous), nullptr}});
+      release.push_back({thir::MbarrierArrive{empty(0, previous), nullptr}});
       loop.body.push_back({thir::IfStmt{cond, std::move(release), {}}});
     } else {
       // Nothing of this slot is read any more (wgmma waited for its group).
-      onlyIf(at.last, {{thir::MbarrierArrive{empty(at.slot), nullptr}}}, loop.body);
+      onlyIf(at.last, {{thir::MbarrierArrive{empty(0, at.slot), nullptr}}}, loop.body);
     }
-    for (const tile::Stmt *st : plan.copies)
-      stageOffset_.erase(std::get<tile::Copy>(st->op).dst.buffer->id);
+    leaveSlots();
     // A turn that spans iterations is taken before the first and handed over after the last.
     const bool spanning = pingPong && gemms.size() > 1;
     if (spanning)
@@ -430,13 +528,25 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     into.push_back({std::move(loop)});
     if (spanning)
       into.push_back({thir::WarpgroupTurn{kTurnBarrier, /*pass=*/true}});
+    if (overlap) {
+      // The last iteration's tail, then its slot is free.
+      thir::IfStmt tail{thir::binary(thir::BinOp::Gt, n, i32(0)), {}, {}};
+      thir::Expr lastIt = sub(n, i32(1));
+      waitLate(lastIt, tail.then);
+      atSlotOf(lastIt);
+      for (const tile::Stmt *st : overlap->rotated)
+        lowerStmt(*st, tail.then, {});
+      leaveSlots();
+      tail.then.push_back({thir::MbarrierArrive{empty(lateRing, position(lastIt).slot), nullptr}});
+      into.push_back({std::move(tail)});
+    }
     if (inFlight) {
       into.push_back({thir::WgmmaWait{0, slotVars_.at(inFlight->c.buffer->id)}});
       // A persistent block's next tile goes on through the rings: the last slot is free now.
       if (persistent) {
         RingPosition last = position(sub(n, i32(1)));
         into.push_back({thir::IfStmt{thir::binary(thir::BinOp::Gt, n, i32(0)),
-                                     {{thir::MbarrierArrive{empty(last.slot), nullptr}}},
+                                     {{thir::MbarrierArrive{empty(0, last.slot), nullptr}}},
                                      {}}});
       }
     }

@@ -10,6 +10,7 @@
 #include "target/TargetInfo.h"
 #include "tileir/TileIR.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -51,8 +52,34 @@ struct PipelinePlan {
   /// one's other work runs while the other's gemms keep the tensor cores busy (FlashAttention-3's
   /// scheduler barriers).
   bool pingPong = false;
-  /// plan-shared: the mbarriers of a warp-specialized loop, full[s] at barrierOffset + 8 s and
-  /// empty[s] at barrierOffset + 8 (stages + s).
+  /// FlashAttention-3's overlap inside a warpgroup: the body ends with a gemm (attention's P@V)
+  /// whose operands are registers and ring slots, and nothing from the start of the body up to
+  /// an earlier gemm (Q@K^T), nor after that until `waitBefore`, touches its registers. Each
+  /// iteration then issues its own earlier gemm, then the `rotated` tail of the iteration before
+  /// (on the previous slot: register-only statements such as the rescale of the output, then
+  /// the last gemm), and runs the statements between (the softmax) while both gemms are in
+  /// flight; before `waitBefore` (or at the end of the body) it waits for the last gemm and
+  /// releases the previous slot. The last iteration's tail runs after the loop.
+  struct GemmOverlap {
+    std::vector<const tile::Stmt *> rotated; // the body's tail, its last gemm last
+    const tile::Stmt *issueAfter = nullptr;  // the gemm the tail is issued behind
+    const tile::Stmt *waitBefore = nullptr;  // null: the end of the body
+    /// When every copy is read either only up to `issueAfter` or only by the tail: the tail's
+    /// copies (attention's V), which get a ring of their own, so that the others' slots (K) are
+    /// released once `issueAfter` completed rather than one iteration later.
+    std::vector<const tile::Stmt *> lateCopies;
+    const tile::Stmt &gemm() const { return *rotated.back(); }
+  };
+  std::optional<GemmOverlap> overlap;
+  /// Full/empty mbarrier rings: one, or two with an overlap's late copies.
+  int rings() const { return overlap && !overlap->lateCopies.empty() ? 2 : 1; }
+  /// The ring copy `c` is issued on.
+  int ringOf(const tile::Stmt *c) const {
+    return overlap && std::find(overlap->lateCopies.begin(), overlap->lateCopies.end(), c) !=
+                          overlap->lateCopies.end();
+  }
+  /// plan-shared: the mbarriers of a warp-specialized loop, ring r's full[s] at barrierOffset +
+  /// 8 (2 stages r + s) and empty[s] at barrierOffset + 8 (2 stages r + stages + s).
   int64_t barrierOffset = 0;
   /// Warp-specialized: consecutive iterations whose tiles share one slot of the rings (one
   /// mbarrier handshake for all of them), so that a slot holds enough work to hide its cost
@@ -109,9 +136,16 @@ struct ProgramPlan {
 bool inferLayouts(const tile::Program &p, const target::TargetInfo &t, DiagnosticEngine &diags,
                   ProgramPlan &plan);
 
+struct PlanOptions {
+  /// Plan PipelinePlan::overlap where a loop allows it (off by default: on the H200 attention
+  /// measured no faster with it, docs/results.md).
+  bool overlapGemms = false;
+};
+
 /// plan-pipelines: the Pipelined loops whose copies from global to shared memory can be issued
 /// ahead (the rules are in PlanPipelines.cpp).
-void planPipelines(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan);
+void planPipelines(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan,
+                   const PlanOptions &opts = {});
 
 /// Sets stagesOf: each pipelined buffer gets as many versions as the loop using most of them.
 void countVersions(KernelPlan &kp);

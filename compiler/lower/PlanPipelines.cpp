@@ -120,9 +120,143 @@ bool runsInEveryThread(const tile::Stmt &s) {
                     s.op);
 }
 
+/// Whether gemm `g` runs on wgmma: its accumulator is a fragment in the warpgroup arrangement.
+bool onWgmma(const tile::Gemm &g, const std::map<int, analysis::FragmentLayout> &fragments) {
+  auto l = fragments.find(g.c.buffer->id);
+  return g.c.buffer->scope == tile::Scope::Fragment && l != fragments.end() && l->second.warpgroup;
+}
+
+/// Whether `st` touches registers only (fragments and locals), nested statements included.
+bool onlyRegisters(const tile::Stmt &st) {
+  auto isRegister = [](const tile::BufferPtr &b) {
+    return b->scope == tile::Scope::Fragment || b->scope == tile::Scope::Local;
+  };
+  tile::Operands o = tile::operandsOf(st);
+  bool ok = std::all_of(o.uses.begin(), o.uses.end(),
+                        [&](const tile::BufferUse &u) { return isRegister(u.buffer); });
+  for (const tile::Expr *e : o.exprs)
+    tile::forEachNode(*e, [&](const tile::Node &n) {
+      if (auto *l = std::get_if<tile::Load>(&n.op))
+        ok = ok && isRegister(l->buffer);
+    });
+  for (const tile::Body *b : o.bodies)
+    for (const tile::Stmt &s : *b)
+      ok = ok && onlyRegisters(s);
+  return ok;
+}
+
+/// PipelinePlan::overlap for a warp-specialized loop (the rules are the comment there). The
+/// rotated gemm reads the previous iteration's slot while this iteration waits for and reads
+/// its own, so the ring needs two slots; and only registers and ring slots may be its operands,
+/// since its reads run on after the statements that follow it are issued (another warpgroup may
+/// overwrite a shared buffer it reads once this one has passed a barrier).
+std::optional<PipelinePlan::GemmOverlap>
+planOverlap(const tile::For &f, const PipelinePlan &plan,
+            const std::map<int, analysis::FragmentLayout> &fragments) {
+  if (!plan.warpSpecialized || plan.gemmInFlight || plan.itersPerSlot != 1 || plan.stages < 2)
+    return std::nullopt;
+  std::set<int> ring;
+  for (const tile::Stmt *c : plan.copies)
+    ring.insert(std::get<tile::Copy>(c->op).dst.buffer->id);
+  std::vector<const tile::Stmt *> body;
+  for (const tile::Stmt &st : f.body)
+    if (std::find(plan.copies.begin(), plan.copies.end(), &st) == plan.copies.end())
+      body.push_back(&st);
+  if (body.size() < 2)
+    return std::nullopt;
+  auto *last = std::get_if<tile::Gemm>(&body.back()->op);
+  if (!last || last->clearAccum || !onWgmma(*last, fragments))
+    return std::nullopt;
+  // A in registers as wgmma reads them (not staged through shared memory), B in a ring slot.
+  const tile::BufferPtr &a = last->a.buffer, &b = last->b.buffer;
+  std::set<int> registers = {last->c.buffer->id};
+  if (a->scope == tile::Scope::Fragment) {
+    auto la = fragments.find(a->id);
+    if (la == fragments.end() ||
+        !analysis::wgmmaTakesAInRegisters(la->second, fragments.at(last->c.buffer->id)))
+      return std::nullopt;
+    registers.insert(a->id);
+  } else if (a->scope != tile::Scope::Shared || !ring.count(a->id)) {
+    return std::nullopt;
+  }
+  if (b->scope != tile::Scope::Shared || !ring.count(b->id))
+    return std::nullopt;
+  // It is lowered with another iteration's loop variable: it may not read any variable.
+  Refs own;
+  own.stmt(*body.back());
+  if (!own.vars.empty())
+    return std::nullopt;
+  auto touches = [&](const tile::Stmt *st) {
+    Refs r;
+    r.stmt(*st);
+    return std::any_of(registers.begin(), registers.end(),
+                       [&](int id) { return r.buffers.count(id) > 0; });
+  };
+  size_t issueAfter = body.size();
+  for (size_t i = body.size() - 1; i-- > 0;) {
+    auto *g = std::get_if<tile::Gemm>(&body[i]->op);
+    if (g && onWgmma(*g, fragments)) {
+      issueAfter = i;
+      break;
+    }
+  }
+  if (issueAfter == body.size())
+    return std::nullopt;
+  Refs head; // what the iteration runs before the tail of the previous one
+  for (size_t i = 0; i <= issueAfter; ++i) {
+    if (touches(body[i]))
+      return std::nullopt;
+    head.stmt(*body[i]);
+  }
+  // The statements before the gemm that only compute in registers, read no variable of the
+  // loop and neither write what the head touches nor read what it writes (the output's
+  // rescale) move with it.
+  size_t tail = body.size() - 1;
+  while (tail > issueAfter + 1) {
+    const tile::Stmt *st = body[tail - 1];
+    Refs r;
+    r.stmt(*st);
+    bool movable =
+        !std::holds_alternative<tile::Gemm>(st->op) && onlyRegisters(*st) &&
+        std::includes(r.assignedVars.begin(), r.assignedVars.end(), r.vars.begin(), r.vars.end());
+    for (int b : r.writtenBuffers)
+      movable = movable && !head.buffers.count(b);
+    for (int b : r.buffers)
+      movable = movable && !head.writtenBuffers.count(b);
+    if (!movable)
+      break;
+    --tail;
+  }
+  PipelinePlan::GemmOverlap o{
+      {body.begin() + static_cast<std::ptrdiff_t>(tail), body.end()}, body[issueAfter], nullptr};
+  for (size_t i = issueAfter + 1; i < tail && !o.waitBefore; ++i)
+    if (touches(body[i]))
+      o.waitBefore = body[i];
+  // Nothing to overlap: the rotated gemm would be waited for right after it is issued.
+  if (o.waitBefore == body[issueAfter + 1])
+    return std::nullopt;
+  Refs late; // what the tail reads, and what the rest of the body after the head reads
+  for (size_t i = tail; i < body.size(); ++i)
+    late.stmt(*body[i]);
+  Refs middle;
+  for (size_t i = issueAfter + 1; i < tail; ++i)
+    middle.stmt(*body[i]);
+  std::vector<const tile::Stmt *> early, lateCopies;
+  for (const tile::Stmt *c : plan.copies) {
+    int id = std::get<tile::Copy>(c->op).dst.buffer->id;
+    if (middle.buffers.count(id) || (head.buffers.count(id) && late.buffers.count(id)))
+      return o;
+    (late.buffers.count(id) ? lateCopies : early).push_back(c);
+  }
+  if (!early.empty() && !lateCopies.empty())
+    o.lateCopies = std::move(lateCopies);
+  return o;
+}
+
 /// Warp specialization (PipelinePlan::warpSpecialized) for the loop `s` of kernel `k`.
 void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
-                const target::TargetInfo &t, PipelinePlan &plan) {
+                const target::TargetInfo &t, const PlanOptions &opts, const KernelPlan &kp,
+                PipelinePlan &plan) {
   if (!t.hasTma || !t.hasWgmma || k.threads % kProducerThreads != 0 ||
       k.threads + kProducerThreads > t.maxThreadsPerBlock)
     return;
@@ -195,20 +329,22 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
   constexpr int64_t kSlotBytes = 32 * 1024, kMaxItersPerSlot = 4;
   plan.itersPerSlot = static_cast<int>(
       std::clamp<int64_t>(kSlotBytes / std::max<int64_t>(bytes, 1), 1, kMaxItersPerSlot));
+  if (opts.overlapGemms)
+    plan.overlap = planOverlap(f, plan, kp.fragments);
 }
 
 void planLoops(const tile::Kernel &k, const tile::Body &body, const target::TargetInfo &t,
-               KernelPlan &kp) {
+               const PlanOptions &opts, KernelPlan &kp) {
   for (const tile::Stmt &s : body) {
     if (auto *i = std::get_if<tile::If>(&s.op)) {
-      planLoops(k, i->then, t, kp);
-      planLoops(k, i->otherwise, t, kp);
+      planLoops(k, i->then, t, opts, kp);
+      planLoops(k, i->otherwise, t, opts, kp);
       continue;
     }
     auto *f = std::get_if<tile::For>(&s.op);
     if (!f)
       continue;
-    planLoops(k, f->body, t, kp);
+    planLoops(k, f->body, t, opts, kp);
     // Sema accepted order=/stage= only where they ask for this plan (or for no pipelining,
     // with numStages 1).
     if (f->kind != tile::LoopKind::Pipelined || f->numStages < 2 || f->step)
@@ -316,7 +452,7 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, const target::Targ
     bool specializedAlready = std::any_of(kp.pipelines.begin(), kp.pipelines.end(),
                                           [](const auto &p) { return p.second.warpSpecialized; });
     if (!specializedAlready)
-      specialize(k, s, *f, t, plan);
+      specialize(k, s, *f, t, opts, kp, plan);
     kp.pipelines[f] = std::move(plan);
     countVersions(kp);
   }
@@ -333,10 +469,11 @@ void countVersions(KernelPlan &kp) {
     }
 }
 
-void planPipelines(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan) {
+void planPipelines(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan,
+                   const PlanOptions &opts) {
   plan.kernels.resize(p.kernels.size());
   for (size_t i = 0; i < p.kernels.size(); ++i)
-    planLoops(p.kernels[i], p.kernels[i].body, t, plan.kernels[i]);
+    planLoops(p.kernels[i], p.kernels[i].body, t, opts, plan.kernels[i]);
 }
 
 } // namespace tilec::lower

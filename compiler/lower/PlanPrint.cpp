@@ -44,6 +44,19 @@ void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) 
           p->barrierOffset, p->gemmInFlight ? ", gemm in flight" : "",
           p->pingPong ? ", consumer warpgroups fit for ping-pong (--ping-pong)" : "",
           p->itersPerSlot > 1 ? fmt::format(", {} iterations per slot", p->itersPerSlot) : "");
+    if (p->overlap) {
+      out += ", the previous iteration's";
+      for (const tile::Stmt *r : p->overlap->rotated)
+        out += " " + at(*r);
+      out += fmt::format(" issued after gemm {}, waited for {}", at(*p->overlap->issueAfter),
+                         p->overlap->waitBefore ? "before " + at(*p->overlap->waitBefore)
+                                                : std::string("at the end"));
+      if (!p->overlap->lateCopies.empty()) {
+        out += ", a ring of its own for";
+        for (const tile::Stmt *c : p->overlap->lateCopies)
+          out += " " + at(*c);
+      }
+    }
     if (!p->consumerPrologue.empty()) {
       out += ", consumers first run";
       for (const tile::Stmt *c : p->consumerPrologue)

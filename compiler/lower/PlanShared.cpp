@@ -89,7 +89,7 @@ void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &
     });
     for (PipelinePlan *p : rings) {
       p->barrierOffset = alignUp(offset, 8);
-      offset = p->barrierOffset + 16 * p->stages;
+      offset = p->barrierOffset + 16 * p->stages * p->rings();
     }
     return alignUp(offset, 16);
   };

@@ -2,9 +2,12 @@
 // generated headers: error against a float64 CPU reference on fresh random inputs with
 // poisoned outputs, ragged sequence lengths included, and time at a large shape.
 #include "causal/flash_attention.h"
+#include "fast/flash_attention.h"
 #include "gpu_common.h"
 #include "mla/mla_decode.h"
 #include "mla16/mla_decode_split.h"
+#include "overlap/flash_attention.h"
+#include "overlap_causal/flash_attention.h"
 #include "persistent/flash_attention.h"
 #include "persistent_causal/flash_attention.h"
 #include "sm_80/flash_attention.h"
@@ -197,6 +200,26 @@ int main() {
                        rng, 8, 4096, 16, true);
   failures += runFlash("flash causal persist", tile::persistent::flash_causal::flash_attention,
                        true, rng, 8, 4096, 16, true);
+  // The overlap of P@V with the next softmax (--overlap-gemms; K and V on rings of their own),
+  // with the element-by-element producer too (K, V + 2 bytes), and persistent.
+  failures += runFlash("flash overlap", tile::overlap::flash_attention::flash_attention, false, rng,
+                       2, 300, 3, false);
+  failures += runFlash("flash overlap", tile::overlap::flash_attention::flash_attention, false, rng,
+                       2, 300, 3, false, true);
+  failures += runFlash("flash overlap", tile::overlap::flash_attention::flash_attention, false, rng,
+                       1, 1, 1, false);
+  failures += runFlash("flash causal overlap", tile::overlap::flash_causal::flash_attention, true,
+                       rng, 1, 333, 2, false);
+  failures += runFlash("flash causal overlap", tile::overlap::flash_causal::flash_attention, true,
+                       rng, 1, 1000, 2, false, true);
+  failures += runFlash("flash fast-math", tile::fast::flash_attention::flash_attention, false, rng,
+                       2, 300, 3, false);
+  failures += runFlash("flash overlap", tile::overlap::flash_attention::flash_attention, false, rng,
+                       8, 4096, 16, true);
+  failures += runFlash("flash causal overlap", tile::overlap::flash_causal::flash_attention, true,
+                       rng, 8, 4096, 16, true);
+  failures += runFlash("flash fast-math", tile::fast::flash_attention::flash_attention, false, rng,
+                       8, 4096, 16, true);
   failures += runFlash("flash sm_90a", tile::flash_attention::flash_attention, false, rng, 8, 4096,
                        16, true);
   failures += runFlash("flash causal sm_90a", tile::flash_causal::flash_attention, true, rng, 8,
