@@ -201,6 +201,21 @@ Interval KernelLowering::range(const tile::Expr &e) {
           c && *c >= 0 && *c < (1 << 30) && x.lo > -big / (1 << 30) && x.hi < big / (1 << 30))
         return {x.lo * *c, x.hi * *c};
       break;
+    // `//` and `%` are floored (as in Python): by a positive constant d, x // d is monotonic and
+    // x % d lies in [0, d - 1] whatever the sign of x.
+    case tile::BinOp::FloorDiv:
+      if (auto c = tile::asConstInt(b->b); c && *c > 0) {
+        auto floorDiv = [&](int64_t v) { return v / *c - (v % *c < 0 ? 1 : 0); };
+        return {floorDiv(x.lo), floorDiv(x.hi)};
+      }
+      break;
+    case tile::BinOp::Mod:
+      if (auto c = tile::asConstInt(b->b); c && *c > 0) {
+        if (x.lo >= 0 && x.hi < *c)
+          return x;
+        return {0, *c - 1};
+      }
+      break;
     default:
       break;
     }
