@@ -564,6 +564,11 @@ private:
     b_.CreateCall(llvm::InlineAsm::get(fnTy, "fence.proxy.async.shared::cta;", "~{memory}", true));
   }
 
+  void stmt(const thir::FenceCta &) {
+    auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), false);
+    b_.CreateCall(llvm::InlineAsm::get(fnTy, "fence.acq_rel.cta;", "~{memory}", true));
+  }
+
   void stmt(const thir::Barrier &bar) {
     if (bar.threads == 0)
       math::callIntrinsic(b_, llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {},

@@ -117,6 +117,8 @@ Effects EffectsCache::ofStmt(const thir::Stmt &s) {
                      fx.write.add(st.region);
                  },
                  [&](const thir::FenceProxyAsync &) {},
+                 // Orders one thread's own accesses; no barrier between threads.
+                 [&](const thir::FenceCta &) {},
                  [&](const thir::Printf &p) {
                    for (const thir::Expr &a : p.args)
                      fx |= of(a);

@@ -364,6 +364,10 @@ struct WarpgroupTurn {
 /// `fence.proxy.async.shared::cta`: makes this thread's earlier generic-proxy shared-memory
 /// writes visible to async-proxy readers (wgmma, TMA) once a barrier follows.
 struct FenceProxyAsync {};
+/// `fence.acq_rel.cta`: this thread's earlier memory accesses before its later ones, as seen by
+/// the CTA. Lowering places one where ptxas must not move the work above it below what follows:
+/// ptxas keeps a warp's shuffles and their inputs above it.
+struct FenceCta {};
 /// Writes a scalar or vector (naturally aligned up to 16 bytes) to the kernel's dynamic shared
 /// memory at `byteOffset` (Int32). `ahead`: a software pipeline's store into a buffer version no
 /// thread reads until the pipeline's own synchronization (its wait and barrier, or an mbarrier)
@@ -377,9 +381,9 @@ struct SharedStore {
 
 struct Stmt {
   std::variant<DeclVar, AssignVar, GlobalStore, IfStmt, ForStmt, Barrier, SharedStore,
-               FenceProxyAsync, GlobalAtomic, SharedAtomic, Printf, CpAsync, CpAsyncCommit,
-               CpAsyncWait, MbarrierInit, MbarrierArrive, MbarrierWait, FenceMbarrierInit, TmaLoad,
-               SetMaxNReg, WgmmaWait, WarpgroupTurn>
+               FenceProxyAsync, FenceCta, GlobalAtomic, SharedAtomic, Printf, CpAsync,
+               CpAsyncCommit, CpAsyncWait, MbarrierInit, MbarrierArrive, MbarrierWait,
+               FenceMbarrierInit, TmaLoad, SetMaxNReg, WgmmaWait, WarpgroupTurn>
       op;
 };
 

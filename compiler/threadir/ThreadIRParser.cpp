@@ -534,11 +534,13 @@ private:
       return {std::move(w)};
     }
     if (word == "cp.async.commit" || word == "fence.proxy.async.shared" ||
-        word == "fence.mbarrier_init") {
+        word == "fence.mbarrier_init" || word == "fence.acq_rel.cta") {
       advance();
       endOfStatement();
       if (word == "fence.mbarrier_init")
         return {FenceMbarrierInit{}};
+      if (word == "fence.acq_rel.cta")
+        return {FenceCta{}};
       if (word == "cp.async.commit")
         return {CpAsyncCommit{}};
       return {FenceProxyAsync{}};

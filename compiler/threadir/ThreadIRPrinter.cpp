@@ -339,6 +339,7 @@ private:
     line(depth, fmt::format("wgmma.wait {} ({})", w.pending, vars));
   }
   void stmt(const FenceProxyAsync &, int depth) { line(depth, "fence.proxy.async.shared"); }
+  void stmt(const FenceCta &, int depth) { line(depth, "fence.acq_rel.cta"); }
   void stmt(const SharedStore &s, int depth) {
     bindShared({s.byteOffset, s.value}, depth);
     line(depth, fmt::format("smem[{}{}] = {}{}", expr(s.byteOffset), regionSuffix(s.region),

@@ -411,6 +411,7 @@ private:
     }
   }
   void stmt(const FenceProxyAsync &, const Stmt *) {}
+  void stmt(const FenceCta &, const Stmt *) {}
   void stmt(const SharedStore &st, const Stmt *s) {
     node(st.byteOffset);
     node(st.value);

@@ -88,6 +88,7 @@ Module everything() {
       stmt(CpAsyncCommit{}),
       stmt(CpAsyncWait{1}),
       stmt(FenceProxyAsync{}),
+      stmt(FenceCta{}),
       stmt(Barrier{}),
       stmt(AssignVar{3, wg}),
       stmt(AssignVar{3, wgRs}),
