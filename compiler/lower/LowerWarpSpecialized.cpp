@@ -448,7 +448,11 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
           1, slotVars_.at(std::get<tile::Gemm>(overlap->issueAfter->op).c.buffer->id)}});
       releaseEarly(it, body);
     };
+    // Without a fence ptxas moves the wait for the tail's gemm up, above the softmax it was to
+    // overlap (64 of flash_attention's 66 exponentials ran after it); with a CTA fence before
+    // the wait all 66 run before it (docs/results/sass-overlap-pins-2026-12-03.txt).
     auto waitRotated = [&](thir::Expr it, thir::Body &body) {
+      body.push_back({thir::FenceCta{}});
       body.push_back({thir::WgmmaWait{
           0, slotVars_.at(std::get<tile::Gemm>(overlap->gemm().op).c.buffer->id)}});
       body.push_back(
