@@ -5,8 +5,8 @@
 #   scripts/sass-overlap.sh build   here (ptxas, no GPU needed): flash_attention's PTX with
 #                                   --overlap-gemms (and with --fast-math), a copy without the
 #                                   loop's `wgmma.wait_group 0`, one with 24/240 registers for
-#                                   producer/consumers and four with a construct before that
-#                                   wait (below), each assembled into .sass-overlap/*.cubin
+#                                   producer/consumers and one without the CTA fence before
+#                                   that wait (below), each assembled into .sass-overlap/*.cubin
 #   scripts/sass-overlap.sh run     on the GPU machine (cuobjdump), with .sass-overlap/ carried
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,39 +28,16 @@ build)
   sed -e 's/setmaxnreg.dec.sync.aligned.u32 \t40/setmaxnreg.dec.sync.aligned.u32 \t24/' \
     -e 's/setmaxnreg.inc.sync.aligned.u32 \t232/setmaxnreg.inc.sync.aligned.u32 \t240/' \
     "$ptx" >"$dir/regs240.ptx"
-  # Experiments: what keeps ptxas from sinking the softmax below the wait for P@V. Each puts
-  # one construct just before that wait, fed by the row sums (the last two fma before it) where
-  # it takes operands: two stores of them to shared memory (byte 163952 of the ring, past its
-  # barriers: these kernels are only disassembled, never run), one store predicated on the
-  # sums being NaN, a warpgroup's named barrier, or a CTA fence.
-  python3 - "$dir/overlap-fast.ptx" "$dir" <<'PY'
-import re, sys
-src, out = sys.argv[1], sys.argv[2]
-lines = open(src).read().split('\n')
-waits = [i for i, l in enumerate(lines) if 'wgmma.wait_group.sync.aligned 0;' in l]
-w = waits[1]
-sums = [re.search(r'fma.rn.f32\s+(%r\d+),', l).group(1) for l in lines[w - 4:w]
-        if 'fma.rn.f32' in l][-2:]
-base = re.search(r'add.s32\s+%r\d+, (%r\d+), 163888;', '\n'.join(lines[w:w + 4])).group(1)
-pins = {
-    'pin-store': ' '.join(f'st.shared.f32 [{base}+{163952 + 4 * k}], {r};'
-                          for k, r in enumerate(sums)),
-    'pin-pred': '{ .reg .pred %pin; setp.nan.f32 %pin, ' + f'{sums[0]}, {sums[1]}; '
-                + f'@%pin st.shared.f32 [{base}+163952], {sums[0]};' + ' }',
-    'pin-bar': 'bar.sync 9, 128;',
-    'pin-fence': 'fence.acq_rel.cta;',
-}
-for name, text in pins.items():
-    edited = list(lines)
-    edited[w] = text + '\n' + edited[w]
-    open(f'{out}/{name}.ptx', 'w').write('\n'.join(edited))
-PY
-  for v in overlap overlap-fast no-wait regs240 pin-store pin-pred pin-bar pin-fence; do
+  # The compiler puts a CTA fence before that wait (it keeps ptxas from sinking the softmax
+  # below it; the experiments that found it are in docs/results/sass-overlap-pins-2026-12-03.txt,
+  # from commit a2b3222 of this script): a copy without the fence shows what it changes.
+  grep -v 'fence.acq_rel.cta;' "$dir/overlap-fast.ptx" >"$dir/no-fence.ptx"
+  for v in overlap overlap-fast no-wait regs240 no-fence; do
     "${CUDA_HOME:-/usr/local/cuda}/bin/ptxas" -arch=sm_90a "$dir/$v.ptx" -o "$dir/$v.cubin"
   done
   ;;
 run)
-  for v in overlap overlap-fast no-wait regs240 pin-store pin-pred pin-bar pin-fence; do
+  for v in overlap overlap-fast no-wait regs240 no-fence; do
     echo "== $v (from the first Q@K^T issue on; counts of repeated lines)"
     cuobjdump -sass "$dir/$v.cubin" |
       grep -E 'HGMMA.*gsb0|WARPGROUP.DEPBAR|MUFU.EX2|SYNCS.ARRIVE.TRANS64.A1T0' |
