@@ -76,7 +76,7 @@ std::optional<thir::Kernel> KernelLowering::run() {
   }
   // The thread's own indices; a warp-specialized kernel's consumers are threads 0 .. threads-1.
   const int64_t warp = opts_.target.warpSize;
-  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  thir::Expr tid = thread();
   for (const tile::VarPtr &t : k_.threadIndices)
     switch (static_cast<tile::ThreadIndexKind>(t->index)) {
     case tile::ThreadIndexKind::Thread:
@@ -664,7 +664,7 @@ void KernelLowering::lowerParallel(const tile::Stmt &s, const tile::For &f, thir
   loop.end = thir::constInt(steps, DType::Int32);
   loop.step = thir::constInt(1, DType::Int32);
   loop.unroll = steps <= 8;
-  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  thir::Expr tid = thread();
   thir::Expr chunk =
       thir::binary(thir::BinOp::Add,
                    thir::binary(thir::BinOp::Mul, thir::var(stepVar, Type{DType::Int32}),

@@ -115,7 +115,7 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
   int gparam = gbuf->paramIndex;
   DType gt = gbuf->dtype;
   int gbytes = dtypeBytes(gt);
-  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  thir::Expr tid = thread();
   // Replicated data is stored once; the row layouts' condition is the same for every chunk.
   thir::Expr writer;
   if (toGlobal && l.kind != FragmentLayout::Kind::Replicated)
@@ -258,14 +258,15 @@ thir::Expr KernelLowering::soleWriter(const FragmentLayout &l, int64_t slot, thi
     thir::Expr w =
         thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(4)), i32(0));
     if (l.warpsN > 1)
-      w = thir::binary(thir::BinOp::And, w, thir::binary(thir::BinOp::Eq, mmaWarp(l).col, i32(0)));
+      w = thir::binary(thir::BinOp::And, w,
+                       thir::binary(thir::BinOp::Eq, mmaWarp(l, thread()).col, i32(0)));
     return w;
   }
   case FragmentLayout::Kind::MmaOperandB:
     // The warps of a warp column hold the same elements: the first warp row writes them.
     if (l.warpsM == 1)
       return nullptr;
-    return thir::binary(thir::BinOp::Eq, mmaWarp(l).row, i32(0));
+    return thir::binary(thir::BinOp::Eq, mmaWarp(l, thread()).row, i32(0));
   default:
     return nullptr;
   }
@@ -280,7 +281,7 @@ FragmentLayout KernelLowering::flatWalk(const tile::BufferPtr &b) const {
 }
 
 thir::Expr KernelLowering::soleChunkWriter(const FragmentLayout &l, const ChunkRef &ch) {
-  thir::Expr mine = soleWriter(l, ch.slot0, thir::special(thir::Special::ThreadIdxX));
+  thir::Expr mine = soleWriter(l, ch.slot0, thread());
   if (!mine)
     return ch.guard;
   return ch.guard ? thir::binary(thir::BinOp::And, ch.guard, mine) : mine;
@@ -322,7 +323,7 @@ void KernelLowering::lowerAtomic(const tile::Stmt &s, const tile::Atomic &a, thi
     }
     if (!v || !off || !ok)
       return;
-    thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+    thir::Expr tid = thread();
     thir::Expr cond;
     bool perThread = threadBranches_ > 0 || variesByThread(a.value);
     for (const tile::Expr &i : a.indices)

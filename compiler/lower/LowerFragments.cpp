@@ -18,9 +18,9 @@ namespace tilec::lower::detail {
 
 using analysis::FragmentLayout;
 
-MmaWarp mmaWarp(const FragmentLayout &l) {
+MmaWarp mmaWarp(const FragmentLayout &l, thir::Expr thread) {
   // The mma instruction families are defined on 32-lane warps.
-  IndexExpr warp = IndexExpr{thir::special(thir::Special::ThreadIdxX)} / target::kWarpSize;
+  IndexExpr warp = IndexExpr{std::move(thread)} / target::kWarpSize;
   return {l.warpRowOf(warp).e, l.warpColOf(warp).e};
 }
 
@@ -196,7 +196,7 @@ thir::Expr conj(thir::Expr a, thir::Expr b) {
 
 std::vector<ChunkRef> KernelLowering::chunksOf(const FragmentLayout &l) {
   std::vector<ChunkRef> out;
-  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  thir::Expr tid = thread();
   int64_t T = l.threads, v = l.vector;
   switch (l.kind) {
   case FragmentLayout::Kind::Flat: {
@@ -256,7 +256,7 @@ std::vector<ChunkRef> KernelLowering::chunksOf(const FragmentLayout &l) {
     thir::Expr lane = thir::binary(thir::BinOp::Mod, tid, i32(opts_.target.warpSize));
     thir::Expr g = thir::binary(thir::BinOp::FloorDiv, lane, i32(4));
     thir::Expr t4 = thir::binary(thir::BinOp::Mod, lane, i32(4));
-    MmaWarp w = mmaWarp(l);
+    MmaWarp w = mmaWarp(l, thread());
     thir::Expr colBase =
         thir::binary(thir::BinOp::Add, thir::binary(thir::BinOp::Mul, w.col, i32(WN)),
                      thir::binary(thir::BinOp::Mul, t4, i32(2)));
@@ -291,8 +291,8 @@ std::vector<ChunkRef> KernelLowering::chunksOf(const FragmentLayout &l) {
     thir::Expr g = thir::binary(thir::BinOp::FloorDiv, lane, i32(4));
     thir::Expr t2 =
         thir::binary(thir::BinOp::Mul, thir::binary(thir::BinOp::Mod, lane, i32(4)), i32(2));
-    thir::Expr nBase =
-        thir::binary(thir::BinOp::Add, thir::binary(thir::BinOp::Mul, mmaWarp(l).col, i32(WN)), g);
+    thir::Expr nBase = thir::binary(
+        thir::BinOp::Add, thir::binary(thir::BinOp::Mul, mmaWarp(l, thread()).col, i32(WN)), g);
     for (int64_t kk = 0; kk < KI; ++kk)
       for (int64_t ni = 0; ni < NI; ++ni)
         for (int64_t h = 0; h < 2; ++h)
@@ -761,7 +761,7 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
     int64_t warpStride = mma && ls.warpgroup ? 4 : 1;
     if (warps > 1) {
       int bytes = dtypeBytes(acc);
-      thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+      thir::Expr tid = thread();
       thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(opts_.target.warpSize));
       thir::Expr lane = thir::binary(thir::BinOp::Mod, tid, i32(opts_.target.warpSize));
       // An mma warp holds 8 rows per partial (one per quad): entry (i, warp, quad).

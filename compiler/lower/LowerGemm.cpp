@@ -120,7 +120,7 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
     return;
   }
   int64_t WM = lc.warpTileM(), WN = lc.warpTileN(), MI = WM / 16, NI = WN / 8;
-  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  thir::Expr tid = thread();
   thir::Expr warp = div(tid, opts_.target.warpSize), lane = mod(tid, opts_.target.warpSize);
   thir::Expr wM = lc.warpsN == 1 ? warp : div(warp, lc.warpsN);
   thir::Expr wN = lc.warpsN == 1 ? i32(0) : mod(warp, lc.warpsN);
@@ -306,7 +306,7 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
     for (int id : slotVars_.at(C->id))
       out.push_back({thir::AssignVar{id, thir::constFloat(0.0, DType::Float32)}});
 
-  thir::Expr group = div(thir::special(thir::Special::ThreadIdxX), 128);
+  thir::Expr group = div(thread(), 128);
   thir::Expr groupRow = plan->groupsN == 1 ? group : div(group, plan->groupsN);
   thir::Expr groupCol = plan->groupsN == 1 ? i32(0) : mod(group, plan->groupsN);
   Type i64{DType::Int64};

@@ -78,7 +78,7 @@ inline bool fullBuffer(const tile::Region &r) { return r.whole(); }
 struct MmaWarp {
   thir::Expr row, col;
 };
-MmaWarp mmaWarp(const analysis::FragmentLayout &l);
+MmaWarp mmaWarp(const analysis::FragmentLayout &l, thir::Expr thread);
 /// First row of the 16-row tile `mi` of warp row `wm` (FragmentLayout::tileRow).
 thir::Expr mmaTileRow(const analysis::FragmentLayout &l, thir::Expr wm, int64_t mi);
 
@@ -376,6 +376,11 @@ private:
   void bindPersistentTile(thir::Expr t, thir::Expr gx, thir::Expr gy, thir::Body &out);
   /// Keeps wgmma groups this many deep in flight (a warp-specialized loop's gemm in flight).
   int wgmmaPending_ = 0;
+  /// The current thread's index among the threads that run the code being lowered (0 ..
+  /// threads - 1), from which layouts place its elements: threadIdx.x unless a
+  /// warp-specialized kernel's consumers are numbered otherwise.
+  thir::Expr thread() const { return thread_; }
+  thir::Expr thread_ = thir::special(thir::Special::ThreadIdxX);
   /// The turn the next gemm's wgmma waits for or passes on (a ping-pong pipeline's consumers).
   thir::Wgmma::Turn turn_;
 

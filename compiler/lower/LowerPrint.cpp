@@ -37,7 +37,7 @@ void KernelLowering::lowerPrint(const tile::Stmt &s, const tile::Print &p, thir:
   std::vector<thir::Expr> args = {thir::special(thir::Special::BlockIdxX),
                                   thir::special(thir::Special::BlockIdxY),
                                   thir::special(thir::Special::BlockIdxZ)};
-  thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
+  thir::Expr tid = thread();
   prefix += "block (%d, %d, %d) ";
   if (!p.buffer) {
     thir::Expr v = lowerExpr(p.value, {});
@@ -155,7 +155,7 @@ void KernelLowering::lowerPrintGlobal(const tile::Region &r, const std::string &
   args.push_back(thir::globalLoad(b->paramIndex, offset, Type{b->dtype}, bytes));
   loop.body.push_back({thir::IfStmt{inside, {{thir::Printf{format, std::move(args)}}}, {}}});
   thir::IfStmt first;
-  first.cond = thir::binary(thir::BinOp::Eq, thir::special(thir::Special::ThreadIdxX), i32(0));
+  first.cond = thir::binary(thir::BinOp::Eq, thread(), i32(0));
   first.then.push_back({std::move(loop)});
   out.push_back({std::move(first)});
 }

@@ -19,12 +19,12 @@ int64_t product(const std::vector<int64_t> &v) {
   return p;
 }
 
-/// for (v = threadIdx.x; v < n; v += threads): the work-sharing loop over lines.
-thir::ForStmt perThread(int var, int64_t n, int64_t threads) {
+/// for (v = thread; v < n; v += threads): the work-sharing loop over lines.
+thir::ForStmt perThread(int var, int64_t n, int64_t threads, thir::Expr thread) {
   thir::ForStmt loop;
   loop.var = var;
   loop.varType = Type{DType::Int32};
-  loop.begin = thir::special(thir::Special::ThreadIdxX);
+  loop.begin = std::move(thread);
   loop.end = i32(n);
   loop.step = i32(threads);
   return loop;
@@ -142,7 +142,7 @@ void KernelLowering::lowerCumsum(const tile::Stmt &s, const tile::Cumsum &c, thi
     return Type{b->scope == tile::Scope::Shared ? b->dtype : acc};
   };
   // Line l: every index but `dim` from l (row-major over the other dimensions).
-  thir::ForStmt lineLoop = perThread(nextVar_++, lines, k_.threads);
+  thir::ForStmt lineLoop = perThread(nextVar_++, lines, k_.threads, thread());
   std::vector<int64_t> others = shape;
   others.erase(others.begin() + dim);
   std::vector<thir::Expr> idx =
@@ -177,7 +177,7 @@ void KernelLowering::lowerReduceThroughShared(const tile::Stmt &s, const tile::R
   const int dim = r.dim;
   const int64_t L = shape[dim], outputs = product(outShape);
   const ReduceOp op = reduceOp(r.kind);
-  thir::ForStmt outLoop = perThread(nextVar_++, outputs, k_.threads);
+  thir::ForStmt outLoop = perThread(nextVar_++, outputs, k_.threads, thread());
   std::vector<thir::Expr> outIdx =
       outShape.empty() ? std::vector<thir::Expr>{}
                        : unflatten(thir::var(outLoop.var, Type{DType::Int32}), outShape);
