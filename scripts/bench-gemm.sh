@@ -7,13 +7,16 @@
 #                                 build/bin/tilec) into .bench/gen/CASE/ in namespace
 #                                 tile::bench::CASE, and build one host program per case,
 #                                 .bench/bin/CASE (tests/bench/gemm_bench.cpp)
+#   scripts/bench-gemm.sh check   on the GPU machine: every built case at its shapes, checked
+#                                 against the CPU reference, without peers or timing
 #   scripts/bench-gemm.sh run     on the GPU machine, with .bench/ carried there: run every case
 #                                 at its shapes, each next to its cuBLAS (torch.matmul,
 #                                 torch._scaled_mm for fp8) and Triton peers timed the same way
 #                                 (scripts/bench_gemm.py); the table goes to stdout and to
 #                                 $OUT/bench-gemm.md when OUT is set
 #
-# run takes BENCH_CASES (a regular expression over case names), BENCH_SHAPES (a comma list of
+# build and run take BENCH_CASES (a regular expression over case names; build then builds only
+# those), run also BENCH_SHAPES (a comma list of
 # MxNxK overriding every case's shapes), BENCH_WARMUP and BENCH_REPS (default 10 and 50) and
 # BENCH_SEED. A case that fails to compile, launch or check prints FAILED with the reason and the
 # others go on; the exit status is non-zero when any case failed (a "try" case that tilec does
@@ -73,10 +76,13 @@ build)
   [ -x "$tilec" ] || { echo "build tilec first (scripts/build.sh), or set TILEC"; exit 1; }
   [ -d "$conformance" ] || { echo "no conformance folder at $conformance (set CONFORMANCE)"; exit 1; }
   rm -rf "$bench" && mkdir -p "$bench/gen" "$bench/bin" "$bench/failed"
-  cp "$cases" "$bench/cases.txt"
+  # BENCH_CASES at build time builds (and lists for run) only the cases it matches.
+  awk -v re="${BENCH_CASES:-}" '($1 != "case" && $1 != "try") || re == "" || $2 ~ re' \
+    "$cases" >"$bench/cases.txt"
   status=0 built=() failed=() skipped=()
   while read -r keyword name kind _set src defines; do
     case $keyword in case | try) ;; *) continue ;; esac
+    [[ -z ${BENCH_CASES:-} || $name =~ $BENCH_CASES ]] || continue
     # shellcheck disable=SC2086 # defines are whitespace-separated NAME=VALUE words
     if build_case "$tilec" "$name" "$kind" "$src" $defines; then
       built+=("$name")
@@ -96,12 +102,33 @@ build)
   [ ${#failed[@]} = 0 ] || echo "FAILED (${#failed[@]}): ${failed[*]}"
   exit $status
   ;;
+check)
+  # Correctness only, without peers (no torch needed): every built case at its shapes (or
+  # BENCH_SHAPES), one warm-up and the fewest timed launches (20); non-zero when any failed.
+  [ -f "$bench/cases.txt" ] || { echo "no .bench/cases.txt: run '$0 build' first (and carry .bench/)"; exit 1; }
+  status=0
+  while read -r keyword name _kind set _rest; do
+    case $keyword in case | try) ;; *) continue ;; esac
+    [ -x "$bench/bin/$name" ] || continue
+    shapes=${BENCH_SHAPES:-$(awk -v s="$set" '$1 == "shapes" && $2 == s { $1 = $2 = ""; print }' "$bench/cases.txt")}
+    for shape in ${shapes//,/ }; do
+      # shellcheck disable=SC2046 # MxNxK becomes three arguments
+      out=$(timeout 60 "$bench/bin/$name" $(tr x ' ' <<<"$shape") --warmup 1 --reps 20 2>&1) || true
+      grep -E 'BENCH|FAIL' <<<"$out" || true
+      if ! grep -q 'status=ok' <<<"$out"; then
+        echo "FAILED $name $shape:" && head -3 <<<"$out" | sed 's/^/  /'
+        status=1
+      fi
+    done
+  done <"$bench/cases.txt"
+  exit $status
+  ;;
 run)
   [ -f "$bench/cases.txt" ] || { echo "no .bench/cases.txt: run '$0 build' first (and carry .bench/)"; exit 1; }
   exec python3 "$root/scripts/bench_gemm.py" --bench "$bench" ${OUT:+--out "$OUT/bench-gemm.md"}
   ;;
 *)
-  echo "usage: $0 build|run"
+  echo "usage: $0 build|check|run"
   exit 1
   ;;
 esac
