@@ -306,7 +306,7 @@ std::vector<int64_t> constShape(const std::vector<tile::Expr> &shape) {
 class Inference {
 public:
   Inference(const tile::Kernel &k, DiagnosticEngine &diags, const InferenceOptions &opts)
-      : k_(k), diags_(diags), opts_(opts) {}
+      : k_(k), diags_(diags), opts_(opts), threads_(opts.threads.value_or(k.threads)) {}
 
   bool run(std::map<int, FragmentLayout> &out) {
     for (const tile::BufferPtr &b : k_.buffers)
@@ -356,7 +356,7 @@ public:
         continue;
       FragmentLayout l;
       l.shape = constShape(buf->shape);
-      l.threads = k_.threads;
+      l.threads = threads_;
       int v = f.vector;
       std::string reason = f.vectorReason;
       int64_t inner = l.shape.back();
@@ -380,7 +380,7 @@ public:
       int root = groups_.find(r.dst->id);
       FragmentLayout l;
       l.shape = constShape(r.dst->shape);
-      l.threads = k_.threads;
+      l.threads = threads_;
       l.fixedBy = fmt::format("reduction at line {}", r.loc.line);
       l.fixedAt = r.loc;
       auto src = byGroup.find(groups_.find(r.src->id));
@@ -413,7 +413,7 @@ public:
       if (buf->scope == tile::Scope::Local || !byGroup.count(root)) {
         l.kind = FragmentLayout::Kind::Replicated;
         l.shape = constShape(buf->shape);
-        l.threads = k_.threads;
+        l.threads = threads_;
         l.fixedBy =
             buf->scope == tile::Scope::Local ? "alloc_local (per-thread array)" : "replicated";
         l.fixedAt = buf->loc;
@@ -526,15 +526,15 @@ private:
     FragmentLayout l;
     l.kind = FragmentLayout::Kind::MmaAccumulator;
     l.shape = shape;
-    l.threads = k_.threads;
+    l.threads = threads_;
     l.vector = 2;
-    std::optional<WgmmaPlan> wg = opts_.wgmma ? planWgmma(g, k_.threads) : std::nullopt;
+    std::optional<WgmmaPlan> wg = opts_.wgmma ? planWgmma(g, threads_) : std::nullopt;
     if (wg) {
       l.warpgroup = true;
       l.warpsM = 4 * wg->groupsM;
       l.warpsN = wg->groupsN;
     } else {
-      auto grid = gemmWarpGrid(shape[0], shape[1], k_.threads, g.policy);
+      auto grid = gemmWarpGrid(shape[0], shape[1], threads_, g.policy);
       if (auto *err = std::get_if<std::string>(&grid)) {
         gemmErrors_.push_back({loc, *err});
         return;
@@ -553,7 +553,7 @@ private:
       FragmentLayout lb;
       lb.kind = FragmentLayout::Kind::MmaOperandB;
       lb.shape = constShape(b->shape);
-      lb.threads = k_.threads;
+      lb.threads = threads_;
       lb.warpsM = l.warpsM;
       lb.warpsN = l.warpsN;
       lb.nByK = g.transB;
@@ -603,6 +603,7 @@ private:
   const tile::Kernel &k_;
   DiagnosticEngine &diags_;
   InferenceOptions opts_;
+  int64_t threads_;
   Groups groups_;
   std::map<int, GroupFacts> facts_;
   std::map<int, tile::BufferPtr> byId_;

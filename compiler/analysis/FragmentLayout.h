@@ -167,6 +167,9 @@ inline bool wgmmaTakesAInRegisters(const FragmentLayout &a, const FragmentLayout
 struct InferenceOptions {
   /// The target has wgmma (sm_90a): gemm accumulators take its layout where the gemm allows.
   bool wgmma = false;
+  /// The threads that compute one tile, when not the kernel's `threads` (its consumers split
+  /// into groups, each on its own tiles: lower::PipelinePlan::tileGroups).
+  std::optional<int64_t> threads;
 };
 
 /// Layouts of every fragment and local buffer of `k`, by buffer id. Reports an error (and

@@ -315,7 +315,8 @@ std::string codegenFlags(const DriverOptions &opts) {
                                   {opts.persistent, "--persistent"},
                                   {opts.noPersistent, "--no-persistent"},
                                   {opts.pingPong, "--ping-pong"},
-                                  {opts.overlapGemms, "--overlap-gemms"}})
+                                  {opts.overlapGemms, "--overlap-gemms"},
+                                  {opts.pingPongTiles, "--ping-pong-tiles"}})
     if (set)
       flags += fmt::format(" {}", name);
   return flags;

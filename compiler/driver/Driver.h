@@ -38,6 +38,9 @@ struct DriverOptions {
   /// --overlap-gemms: attention-like loops overlap their last gemm with the next iteration's
   /// work (lower::PlanOptions::overlapGemms).
   bool overlapGemms = false;
+  /// --ping-pong-tiles: a persistent GEMM kernel's consumers form two groups, each on its own
+  /// tiles (lower::PlanOptions::pingPongTiles).
+  bool pingPongTiles = false;
   /// What the header embeds: "cubin" (machine code for --arch only) or "ptx" (compiled by the
   /// driver at load, so it also runs on newer GPUs, e.g. an sm_80 build on an H200).
   std::string embed = "cubin";

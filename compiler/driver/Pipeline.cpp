@@ -88,7 +88,7 @@ bool runInferLayouts(Compilation &c) {
 }
 
 bool runPlanPipelines(Compilation &c) {
-  lower::planPipelines(*c.program, c.target, c.plan, {c.opts.overlapGemms});
+  lower::planPipelines(*c.program, c.target, c.plan, {c.opts.overlapGemms, c.opts.pingPongTiles});
   return true;
 }
 

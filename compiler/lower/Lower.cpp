@@ -25,7 +25,7 @@ void collectAccesses(const tile::Expr &e, std::vector<Access> &out) {
 
 std::optional<thir::Kernel> KernelLowering::run() {
   out_.name = k_.name;
-  out_.threads = static_cast<int>(k_.threads);
+  out_.threads = static_cast<int>(tileThreads_);
   for (const tile::Param &p : k_.params) {
     if (p.kind == tile::ParamKind::Tensor) {
       out_.params.push_back({p.tensor->name,
@@ -80,14 +80,14 @@ std::optional<thir::Kernel> KernelLowering::run() {
   for (const tile::VarPtr &t : k_.threadIndices)
     switch (static_cast<tile::ThreadIndexKind>(t->index)) {
     case tile::ThreadIndexKind::Thread:
-      bindings_[t->id] = {tid, Interval{0, k_.threads - 1}};
+      bindings_[t->id] = {tid, Interval{0, tileThreads_ - 1}};
       break;
     case tile::ThreadIndexKind::Lane:
       bindings_[t->id] = {thir::binary(thir::BinOp::Mod, tid, i32(warp)), Interval{0, warp - 1}};
       break;
     case tile::ThreadIndexKind::Warp:
       bindings_[t->id] = {thir::binary(thir::BinOp::FloorDiv, tid, i32(warp)),
-                          Interval{0, (k_.threads - 1) / warp}};
+                          Interval{0, (tileThreads_ - 1) / warp}};
       break;
     }
   for (const tile::BufferPtr &b : k_.buffers) {
@@ -637,7 +637,7 @@ void KernelLowering::lowerSerial(const tile::Stmt &s, const tile::For &f, thir::
 }
 
 void KernelLowering::lowerParallel(const tile::Stmt &s, const tile::For &f, thir::Body &out) {
-  analysis::ParallelLayout plan = analysis::planParallelLoop(f, k_.threads);
+  analysis::ParallelLayout plan = analysis::planParallelLoop(f, tileThreads_);
   // A per-thread variable declared outside and written inside is updated element by element.
   std::set<int> outerLets;
   for (const auto &[id, v] : letVars_)
@@ -825,7 +825,7 @@ std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &di
   ProgramPlan plan;
   if (!inferLayouts(p, opts.target, diags, plan))
     return std::nullopt;
-  planPipelines(p, opts.target, plan, {opts.overlapGemms});
+  planPipelines(p, opts.target, plan, {opts.overlapGemms, opts.pingPongTiles});
   planShared(p, opts.target, plan);
   return lowerToThreadIR(p, plan, diags, opts);
 }

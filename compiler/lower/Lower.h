@@ -29,8 +29,9 @@ struct Options {
   /// warpgroups in ping-pong (PipelinePlan::pingPong). Off by default: on the H200 attention
   /// and MLA decode ran 3-17% slower with it (docs/results.md, 2026-12-02).
   bool pingPong = false;
-  /// lowerProgram's plan-pipelines: PlanOptions::overlapGemms.
+  /// lowerProgram's plan-pipelines: PlanOptions::overlapGemms and pingPongTiles.
   bool overlapGemms = false;
+  bool pingPongTiles = false;
 };
 
 /// A decision lowering took, kept for the layout report.

@@ -276,7 +276,7 @@ FragmentLayout KernelLowering::flatWalk(const tile::BufferPtr &b) const {
   FragmentLayout walk;
   walk.kind = FragmentLayout::Kind::Flat;
   walk.shape = constShape(b);
-  walk.threads = k_.threads;
+  walk.threads = tileThreads_;
   return walk;
 }
 

@@ -465,7 +465,7 @@ bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For 
     // Every thread runs every iteration: the loop only touches replicated data.
     replicated.kind = FragmentLayout::Kind::Replicated;
     replicated.shape = loopShape;
-    replicated.threads = k_.threads;
+    replicated.threads = tileThreads_;
     if (replicated.total() > 1024) {
       unsupported(s.loc, fmt::format("a Parallel loop of {} iterations over replicated "
                                      "fragments (the limit is 1024)",

@@ -275,7 +275,7 @@ bool KernelLowering::checkFloat8Gemm(const tile::Stmt &s, const tile::Gemm &g) {
 void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out) {
   const tile::BufferPtr &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
   const FragmentLayout &lc = fragmentLayouts_.at(C->id);
-  std::optional<analysis::WgmmaPlan> plan = analysis::planWgmma(g, k_.threads);
+  std::optional<analysis::WgmmaPlan> plan = analysis::planWgmma(g, tileThreads_);
   if (!plan || plan->groupsM * 4 != lc.warpsM || plan->groupsN != lc.warpsN) {
     unsupported(s.loc, fmt::format("this gemm into '{}' ({}) on wgmma with another warpgroup "
                                    "split than the gemm that fixed the accumulator's layout",

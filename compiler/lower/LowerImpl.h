@@ -192,7 +192,8 @@ public:
   KernelLowering(const tile::Kernel &k, const KernelPlan &plan, DiagnosticEngine &diags,
                  const Options &opts)
       : fragmentLayouts_(plan.fragments), pipelines_(plan.pipelines), shared_(plan.shared), k_(k),
-        diags_(diags), opts_(opts), scratchBase_(plan.scratchBase) {
+        diags_(diags), opts_(opts), scratchBase_(plan.scratchBase),
+        tileThreads_(plan.tileThreads ? plan.tileThreads : k.threads) {
     out_.dynamicSharedBytes = static_cast<int>(plan.scratchBase);
   }
   std::optional<thir::Kernel> run();
@@ -473,6 +474,8 @@ private:
   /// scratch that cross-warp reductions use, from scratchBase_.
   std::map<int, int64_t> sharedOffsets_;
   int64_t scratchBase_ = 0;
+  /// The threads that compute one tile (KernelPlan::tileThreads): every layout is over them.
+  int64_t tileThreads_;
   /// Global loads of a fragment loop's body read as one vector per chunk: tile node -> the
   /// vector variable; lane `currentLane_` of it is the element's value.
   std::map<const tile::Node *, std::pair<int, Type>> chunkLoads_;

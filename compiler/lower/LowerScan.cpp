@@ -142,7 +142,7 @@ void KernelLowering::lowerCumsum(const tile::Stmt &s, const tile::Cumsum &c, thi
     return Type{b->scope == tile::Scope::Shared ? b->dtype : acc};
   };
   // Line l: every index but `dim` from l (row-major over the other dimensions).
-  thir::ForStmt lineLoop = perThread(nextVar_++, lines, k_.threads, thread());
+  thir::ForStmt lineLoop = perThread(nextVar_++, lines, tileThreads_, thread());
   std::vector<int64_t> others = shape;
   others.erase(others.begin() + dim);
   std::vector<thir::Expr> idx =
@@ -177,7 +177,7 @@ void KernelLowering::lowerReduceThroughShared(const tile::Stmt &s, const tile::R
   const int dim = r.dim;
   const int64_t L = shape[dim], outputs = product(outShape);
   const ReduceOp op = reduceOp(r.kind);
-  thir::ForStmt outLoop = perThread(nextVar_++, outputs, k_.threads, thread());
+  thir::ForStmt outLoop = perThread(nextVar_++, outputs, tileThreads_, thread());
   std::vector<thir::Expr> outIdx =
       outShape.empty() ? std::vector<thir::Expr>{}
                        : unflatten(thir::var(outLoop.var, Type{DType::Int32}), outShape);

@@ -46,6 +46,22 @@ thir::Expr rem(thir::Expr a, int64_t b) { return sub(a, mul(quot(a, b), b)); }
 thir::Expr lt(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Lt, a, b); }
 thir::Expr eq(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Eq, a, b); }
 
+/// Whether `body` holds a barrier or a store to shared memory.
+bool sharesMemory(const thir::Body &body) {
+  for (const thir::Stmt &st : body) {
+    if (std::holds_alternative<thir::Barrier>(st.op) ||
+        std::holds_alternative<thir::SharedStore>(st.op) ||
+        std::holds_alternative<thir::SharedAtomic>(st.op))
+      return true;
+    if (auto *i = std::get_if<thir::IfStmt>(&st.op);
+        i && (sharesMemory(i->then) || sharesMemory(i->otherwise)))
+      return true;
+    if (auto *f = std::get_if<thir::ForStmt>(&st.op); f && sharesMemory(f->body))
+      return true;
+  }
+  return false;
+}
+
 /// Registers per thread for the producer and the consumers when `blocks` blocks of the kernel
 /// on one SM could not each give every thread 255 registers (none otherwise). A thread holds
 /// what the launch bounds leave it at entry (the register file shared by the blocks' threads, in
@@ -141,13 +157,24 @@ thir::Stmt KernelLowering::barrier() const {
 }
 
 void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::Body &out) {
-  const int C = static_cast<int>(k_.threads), S = plan.stages, G = plan.itersPerSlot;
+  const int C = static_cast<int>(tileThreads_), S = plan.stages, G = plan.itersPerSlot;
   // The plan decided where turns can work (two consumer warpgroups, more than one stage).
   const bool pingPong = plan.pingPong && opts_.pingPong;
   const PipelinePlan::GemmOverlap *overlap = plan.overlap && !pingPong ? &*plan.overlap : nullptr;
   // Barrier 0 is the block's, 1 the consumers' (roles.elseGroup); a ping-pong's turns use 2, 3.
   const int kTurnBarrier = 2;
-  out_.threads = C + kProducerThreads;
+  // A persistent block walks tiles blockIdx.x, + gridDim.x, ... of the grid; its iterations
+  // go on through the rings from one tile to the next (`base` counts those of earlier tiles,
+  // rounded up to whole slots), so that the producer fills the slots the consumers freed while
+  // they finish the previous tile.
+  const bool persistent = opts_.persistence == Persistence::On ||
+                          (opts_.persistence == Persistence::Gemm && plan.gemmInFlight);
+  // Consumer groups of C threads each (threads groups C .. groups C + C - 1 form group
+  // `groups`), group g taking the block's tiles g, g + groups, ... of those the producer loads
+  // in order: one group's epilogue runs while the next group's tile streams through the rings.
+  const int groups = persistent ? plan.tileGroups : 1;
+  const int consumers = groups * C;
+  out_.threads = consumers + kProducerThreads;
   addTensorMaps(plan);
   if (failed_)
     return;
@@ -219,12 +246,6 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     n = thir::var(nVar, i32t);
     return !failed_;
   };
-  // A persistent block walks tiles blockIdx.x, + gridDim.x, ... of the grid; its iterations
-  // go on through the rings from one tile to the next (`base` counts those of earlier tiles,
-  // rounded up to whole slots), so that the producer fills the slots the consumers freed while
-  // they finish the previous tile.
-  const bool persistent = opts_.persistence == Persistence::On ||
-                          (opts_.persistence == Persistence::Gemm && plan.gemmInFlight);
   thir::Expr base, gx, gy, tiles;
   if (persistent) {
     thir::Expr extent[3];
@@ -246,8 +267,9 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   } else if (!prelude(false, out)) {
     return;
   }
-  // `work` for each of the block's tiles (persistent), or once.
-  auto forEachTile = [&](bool consumer, thir::Body &into, auto &&work) {
+  // `work` for each of the block's tiles (persistent), or once. With consumer groups, a group's
+  // tiles only (`group` is its index; null in the producer, which loads every tile).
+  auto forEachTile = [&](bool consumer, thir::Expr group, thir::Body &into, auto &&work) {
     if (!persistent) {
       work(into);
       return;
@@ -258,16 +280,26 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     thir::ForStmt loop;
     loop.var = nextVar_++;
     loop.varType = i32t;
-    loop.begin = thir::special(thir::Special::BlockIdxX);
+    thir::Expr block = thir::special(thir::Special::BlockIdxX),
+               grid = thir::special(thir::Special::GridDimX);
+    loop.begin = group ? add(block, thir::binary(thir::BinOp::Mul, group, grid)) : block;
     loop.end = tiles;
-    loop.step = thir::special(thir::Special::GridDimX);
+    loop.step = group ? mul(grid, groups) : grid;
     std::set<int> savedDeclared = declaredHere_;
-    bindPersistentTile(thir::var(loop.var, i32t), gx, gy, loop.body);
+    thir::Expr tile = thir::var(loop.var, i32t);
+    bindPersistentTile(tile, gx, gy, loop.body);
     if (!prelude(consumer, loop.body))
       return;
-    work(loop.body);
     thir::Expr slots = G == 1 ? n : mul(quot(add(n, i32(G - 1)), G), G);
-    loop.body.push_back({thir::AssignVar{baseVar, add(base, slots)}});
+    // Every tile runs the same iterations (PipelinePlan::tileGroups): the tiles before this
+    // one in the block's order (the other groups' included) used `slots` each.
+    if (group)
+      loop.body.push_back({thir::AssignVar{
+          baseVar, thir::binary(thir::BinOp::Mul,
+                                thir::binary(thir::BinOp::Div, sub(tile, block), grid), slots)}});
+    work(loop.body);
+    if (!group)
+      loop.body.push_back({thir::AssignVar{baseVar, add(base, slots)}});
     declaredHere_ = savedDeclared;
     persistentTile_.reset();
     base = nullptr;
@@ -299,8 +331,8 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     into.push_back({thir::IfStmt{cond, std::move(stmts), {}}});
   };
 
-  thir::IfStmt roles{thir::binary(thir::BinOp::Ge, tid, i32(C)), {}, {}};
-  roles.elseGroup = thir::SyncGroup{1, C};
+  thir::IfStmt roles{thir::binary(thir::BinOp::Ge, tid, i32(consumers)), {}, {}};
+  roles.elseGroup = thir::SyncGroup{1, consumers};
   // ---- Producer ----------------------------------------------------------------------------
   thir::Body &producer = roles.then;
   auto producerLoop = [&](bool useTma, thir::Body &into) {
@@ -358,7 +390,7 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
           }
         } else {
           stageOffset_[c.dst.buffer->id] = version;
-          copyElementwise(c, kept, starts, sub(tid, i32(C)), loop.body);
+          copyElementwise(c, kept, starts, sub(tid, i32(consumers)), loop.body);
           stageOffset_.erase(c.dst.buffer->id);
         }
       }
@@ -371,10 +403,11 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     into.push_back({std::move(loop)});
   };
   thir::IfStmt which{tma, {}, {}};
-  thir::IfStmt leader{eq(tid, i32(C)), {}, {}};
-  forEachTile(false, leader.then, [&](thir::Body &into) { producerLoop(true, into); });
+  thir::IfStmt leader{eq(tid, i32(consumers)), {}, {}};
+  forEachTile(false, nullptr, leader.then, [&](thir::Body &into) { producerLoop(true, into); });
   which.then.push_back({std::move(leader)});
-  forEachTile(false, which.otherwise, [&](thir::Body &into) { producerLoop(false, into); });
+  forEachTile(false, nullptr, which.otherwise,
+              [&](thir::Body &into) { producerLoop(false, into); });
   producer.push_back({std::move(which)});
   if (failed_)
     return;
@@ -526,7 +559,11 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     }
     leaveSlots();
     // A turn that spans iterations is taken before the first and handed over after the last.
-    const bool spanning = pingPong && gemms.size() > 1;
+    // Consumer groups take turns over whole main loops: a group waits on the full barriers of
+    // its tile's slots only after the other group waited on those of the tile before, so that
+    // a slot's barrier is never two phases behind the one a group waits for (the parity
+    // would not tell them apart).
+    const bool spanning = (pingPong && gemms.size() > 1) || groups > 1;
     if (spanning)
       into.push_back({thir::WarpgroupTurn{kTurnBarrier, /*pass=*/false}});
     into.push_back({std::move(loop)});
@@ -560,12 +597,31 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   // Ping-pong: the second warpgroup gives the first its first turn; after the last tile the
   // first takes the turn the second handed over last, so that no arrival is left over.
   auto warpgroup = [&](int w) { return eq(quot(tid, 128), i32(w)); };
-  if (pingPong)
+  if (pingPong || groups > 1)
     consumer.push_back(
         {thir::IfStmt{warpgroup(1), {{thir::WarpgroupTurn{kTurnBarrier, /*pass=*/true}}}, {}}});
-  forEachTile(true, consumer, consumerTile);
+  // A group numbers its threads from 0 and synchronizes with nobody: plan-pipelines allowed
+  // groups only where the consumers compute each tile apart (nothing shared, no barrier).
+  thir::Expr group = groups > 1 ? quot(tid, C) : nullptr;
+  if (groups > 1)
+    thread_ = thir::binary(thir::BinOp::Mod, tid, i32(C));
+  forEachTile(true, group, consumer, consumerTile);
+  thread_ = tid;
   if (failed_)
     return;
+  if (groups > 1) {
+    // The group that did not take the last turn of the block's tiles takes the one handed
+    // over last: group 0 after an even number of tiles, group 1 after an odd one.
+    thir::Expr block = thir::special(thir::Special::BlockIdxX),
+               grid = thir::special(thir::Special::GridDimX);
+    thir::Expr count =
+        thir::binary(thir::BinOp::Div, add(sub(tiles, block), sub(grid, i32(1))), grid);
+    consumer.push_back({thir::IfStmt{eq(rem(add(count, group), 2), i32(0)),
+                                     {{thir::WarpgroupTurn{kTurnBarrier, /*pass=*/false}}},
+                                     {}}});
+  }
+  if (groups > 1 && sharesMemory(consumer))
+    throw std::logic_error("consumer groups on their own tiles synchronize or share memory");
   if (pingPong)
     consumer.push_back(
         {thir::IfStmt{warpgroup(0), {{thir::WarpgroupTurn{kTurnBarrier, /*pass=*/false}}}, {}}});
@@ -574,12 +630,13 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   int64_t fragmentRegisters = 0;
   for (const auto &[id, vars] : slotVars_)
     fragmentRegisters += static_cast<int64_t>(vars.size());
-  const int blocks = blocksPerSM(C, out_.dynamicSharedBytes, fragmentRegisters, opts_.target);
+  const int blocks =
+      blocksPerSM(consumers, out_.dynamicSharedBytes, fragmentRegisters, opts_.target);
   if (blocks > 1)
     out_.minBlocksPerSM = blocks;
   if (persistent)
     out_.persistentBlocksPerSM = blocks;
-  if (auto split = registerSplit(C, blocks, opts_.target)) {
+  if (auto split = registerSplit(consumers, blocks, opts_.target)) {
     producer.insert(producer.begin(), {thir::SetMaxNReg{false, split->first}});
     consumer.insert(consumer.begin(), {thir::SetMaxNReg{true, split->second}});
   }

@@ -52,6 +52,11 @@ struct PipelinePlan {
   /// one's other work runs while the other's gemms keep the tensor cores busy (FlashAttention-3's
   /// scheduler barriers).
   bool pingPong = false;
+  /// A GEMM loop (gemmInFlight) whose kernel computes each tile apart from the others: its
+  /// consumers may be `tileGroups` groups of `threads` threads, each on its own tiles of a
+  /// persistent block (CUTLASS's ping-pong schedule), so that one group's epilogue runs beside
+  /// another's main loop. Lowering takes it where the kernel is persistent.
+  int tileGroups = 1;
   /// FlashAttention-3's overlap inside a warpgroup: the body ends with a gemm (attention's P@V)
   /// whose operands are registers and ring slots, and nothing from the start of the body up to
   /// an earlier gemm (Q@K^T), nor after that until `waitBefore`, touches its registers. Each
@@ -115,6 +120,10 @@ inline std::pair<uint32_t, uint32_t> sourcePosition(const PipelinePlan &p) {
 struct KernelPlan {
   /// infer-layouts: the layout of every fragment (and local buffer), by buffer id.
   std::map<int, analysis::FragmentLayout> fragments;
+  /// The threads that compute one tile and that the fragments are laid out over: the kernel's
+  /// `threads` (0), or one warpgroup when a pipeline's PipelinePlan::tileGroups split the
+  /// consumers (plan-pipelines then laid the fragments out again).
+  int64_t tileThreads = 0;
   /// plan-pipelines: the loops to pipeline (plan-shared may lower their stages or drop them
   /// when the versions do not fit), and the versions of each shared buffer they fill (a buffer
   /// two loops fill has the versions of the deeper one).
@@ -140,6 +149,8 @@ struct PlanOptions {
   /// Plan PipelinePlan::overlap where a loop allows it (off by default: on the H200 attention
   /// measured no faster with it, docs/results.md).
   bool overlapGemms = false;
+  /// Plan PipelinePlan::tileGroups (two) where a GEMM loop allows it (off by default).
+  bool pingPongTiles = false;
 };
 
 /// plan-pipelines: the Pipelined loops whose copies from global to shared memory can be issued

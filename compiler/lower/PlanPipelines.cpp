@@ -253,9 +253,90 @@ planOverlap(const tile::For &f, const PipelinePlan &plan,
   return o;
 }
 
+/// Whether the statements after a GEMM loop touch only the block's own registers and global
+/// memory, with nothing that synchronizes or shares memory between threads (an epilogue:
+/// element-wise loops over the accumulator, copies of it to global memory).
+bool computesApart(const tile::Body &body);
+bool computesApart(const tile::Stmt &st) {
+  return std::visit(
+      tile::Overloaded{
+          [](const tile::Let &) { return true; },
+          [](const tile::Store &) { return true; },
+          [](const tile::Copy &) { return true; },
+          [](const tile::Fill &) { return true; },
+          [](const tile::For &f) { return computesApart(f.body); },
+          [](const tile::If &i) { return computesApart(i.then) && computesApart(i.otherwise); },
+          [](const auto &) { return false; },
+      },
+      st.op);
+}
+bool computesApart(const tile::Body &body) {
+  return std::all_of(body.begin(), body.end(),
+                     [](const tile::Stmt &st) { return computesApart(st); });
+}
+
+/// PipelinePlan::tileGroups for GEMM loop `s` of kernel `k`: two groups of one warpgroup each
+/// fit in a block beside the producer, shared memory holds only the loop's tiles (each group's
+/// epilogue would need its own scratch otherwise), no code numbers threads itself, every tile runs
+/// the same iterations (a group's place in the rings is counted from its tile's index), and the
+/// statements after the loop compute apart.
+int tileGroupsFor(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
+                  const target::TargetInfo &t, const PipelinePlan &plan) {
+  constexpr int kGroups = 2;
+  if (!plan.gemmInFlight || !plan.consumerPrologue.empty() || plan.reusesBuffers ||
+      !k.threadIndices.empty() || (kGroups + 1) * kProducerThreads > t.maxThreadsPerBlock)
+    return 1;
+  std::set<int> ring;
+  for (const tile::Stmt *c : plan.copies)
+    ring.insert(std::get<tile::Copy>(c->op).dst.buffer->id);
+  for (const tile::BufferPtr &b : k.buffers)
+    if (b->scope == tile::Scope::Shared && !ring.count(b->id))
+      return 1;
+  std::set<int> dims;
+  for (const tile::VarPtr &d : k.dims)
+    dims.insert(d->id);
+  Refs bounds;
+  bounds.expr(f.begins[0]);
+  bounds.expr(f.extents[0]);
+  for (int v : bounds.vars)
+    if (!dims.count(v))
+      return 1;
+  bool after = false;
+  for (const tile::Stmt &st : k.body) {
+    if (after && !computesApart(st))
+      return 1;
+    after = after || &st == &s;
+  }
+  return kGroups;
+}
+
+/// Lays the fragments of `k` out over one warpgroup, the threads of a tile in a group
+/// (KernelPlan::tileThreads), when they allow it and each thread then holds at most 128 of
+/// their elements (a 128x128 float32 accumulator: more would spill).
+bool layOutForGroups(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &kp) {
+  constexpr int64_t kThreads = kProducerThreads, kMaxSlots = 128;
+  std::map<int, analysis::FragmentLayout> fragments = kp.fragments;
+  if (k.threads != kThreads) {
+    // A layout the kernel's threads allow may not exist for fewer: then no groups, quietly.
+    SourceManager sm;
+    DiagnosticEngine quiet(sm);
+    fragments.clear();
+    if (!analysis::inferFragmentLayouts(k, quiet, {t.hasWgmma, kThreads}, fragments))
+      return false;
+  }
+  int64_t slots = 0;
+  for (const auto &[id, l] : fragments)
+    slots += l.slots();
+  if (slots > kMaxSlots)
+    return false;
+  kp.fragments = std::move(fragments);
+  kp.tileThreads = kThreads;
+  return true;
+}
+
 /// Warp specialization (PipelinePlan::warpSpecialized) for the loop `s` of kernel `k`.
 void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
-                const target::TargetInfo &t, const PlanOptions &opts, const KernelPlan &kp,
+                const target::TargetInfo &t, const PlanOptions &opts, KernelPlan &kp,
                 PipelinePlan &plan) {
   if (!t.hasTma || !t.hasWgmma || k.threads % kProducerThreads != 0 ||
       k.threads + kProducerThreads > t.maxThreadsPerBlock)
@@ -331,6 +412,11 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
       std::clamp<int64_t>(kSlotBytes / std::max<int64_t>(bytes, 1), 1, kMaxItersPerSlot));
   if (opts.overlapGemms)
     plan.overlap = planOverlap(f, plan, kp.fragments);
+  if (opts.pingPongTiles) {
+    int groups = tileGroupsFor(k, s, f, t, plan);
+    if (groups > 1 && layOutForGroups(k, t, kp))
+      plan.tileGroups = groups;
+  }
 }
 
 void planLoops(const tile::Kernel &k, const tile::Body &body, const target::TargetInfo &t,

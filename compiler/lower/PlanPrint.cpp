@@ -44,6 +44,10 @@ void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) 
           p->barrierOffset, p->gemmInFlight ? ", gemm in flight" : "",
           p->pingPong ? ", consumer warpgroups fit for ping-pong (--ping-pong)" : "",
           p->itersPerSlot > 1 ? fmt::format(", {} iterations per slot", p->itersPerSlot) : "");
+    if (p->tileGroups > 1)
+      out +=
+          fmt::format(", {} consumer groups of {} threads on alternate tiles (--ping-pong-tiles)",
+                      p->tileGroups, kp.tileThreads);
     if (p->overlap) {
       out += ", the previous iteration's";
       for (const tile::Stmt *r : p->overlap->rotated)
