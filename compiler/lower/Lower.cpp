@@ -399,6 +399,8 @@ thir::Expr KernelLowering::lowerLoad(const tile::Expr &e, const tile::Load &op,
     noteAlign(param, align);
     return thir::globalLoad(param, off, Type{buf->dtype, lc.lanes}, align);
   }
+  if (knownInBounds_.count(e.get()))
+    return thir::globalLoad(param, off, Type{buf->dtype}, dtypeBytes(buf->dtype));
   return maskedGlobalLoad(buf, op.indices, off, lc);
 }
 

@@ -494,6 +494,8 @@ bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For 
       shareLoads = shareLoads && std::holds_alternative<tile::Let>(st.op);
   }
   auto lowerChunks = [&](thir::Body &into) {
+    // Each copy of an unswitched loop loads for itself: the other's variables are not set here.
+    loopLoads.loads.clear();
     for (const ChunkRef &c : chunksOf(l)) {
       thir::Body *target = &into;
       thir::IfStmt guard;
@@ -527,8 +529,10 @@ bool KernelLowering::lowerFragmentParallel(const tile::Stmt &s, const tile::For 
   if (auto uniform = tileUniformConditions(f)) {
     thir::IfStmt unswitched{uniform->guard, {}, {}};
     knownTrue_ = std::move(uniform->known);
+    knownInBounds_ = std::move(uniform->inBounds);
     lowerChunks(unswitched.then);
     knownTrue_.clear();
+    knownInBounds_.clear();
     lowerChunks(unswitched.otherwise);
     out.push_back({std::move(unswitched)});
   } else {
@@ -603,7 +607,8 @@ void KernelLowering::preloadChunk(const tile::For &f, const ChunkRef &c, int vec
     }
     if (!ok)
       continue;
-    thir::Expr inb = inBounds({buf, ld.indices}, {}, vector - 1);
+    thir::Expr inb = knownInBounds_.count(n) ? thir::constInt(1, DType::Bool)
+                                             : inBounds({buf, ld.indices}, {}, vector - 1);
     if (!inb)
       continue;
     auto *known = std::get_if<thir::ConstInt>(&inb->op);

@@ -278,10 +278,13 @@ private:
   struct UniformConditions {
     thir::Expr guard;
     std::set<const tile::Node *> known;
+    std::set<const tile::Node *> inBounds; // global loads inside their tensor on the whole tile
   };
   std::optional<UniformConditions> tileUniformConditions(const tile::For &f);
   /// Comparisons lowering takes as true (the fast copy of an unswitched Parallel loop).
   std::set<const tile::Node *> knownTrue_;
+  /// Global loads lowering takes as in bounds (the same copy).
+  std::set<const tile::Node *> knownInBounds_;
   void lowerReplicatedParallel(const tile::Stmt &s, const tile::For &f, thir::Body &out);
   // ---- LowerCopy.cpp: copies between global memory, shared memory and fragments ------------
   void lowerCopy(const tile::Stmt &s, const tile::Copy &c, thir::Body &out);
