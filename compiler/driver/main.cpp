@@ -126,9 +126,9 @@ int main(int argc, char **argv) {
                   "warpgroup; with --fast-math 5-15% faster for attention at S4096 on the "
                   "H200, docs/results.md)");
     cmd->add_flag("--ping-pong-tiles", opts.pingPongTiles,
-                  "a persistent GEMM kernel (sm_90a) runs two groups of `threads` consumer "
-                  "threads per block, each on every other tile, so that one group's epilogue "
-                  "runs beside the other's main loop (CUTLASS's ping-pong schedule)");
+                  "a persistent GEMM kernel (sm_90a) whose epilogue computes each tile apart runs "
+                  "two consumer warpgroups per block, each on every other tile, so that one's "
+                  "epilogue runs beside the other's main loop (CUTLASS's ping-pong schedule)");
     cmd->add_flag("--no-fma", opts.noFma,
                   "keep a * b + c as two rounded operations (default: may fuse into one fma, "
                   "as nvcc --fmad=true)");

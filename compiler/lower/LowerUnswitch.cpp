@@ -50,6 +50,43 @@ KernelLowering::tileUniformConditions(const tile::For &f) {
   }
   UniformConditions out;
   Type i64{DType::Int64};
+  // The smallest (or largest) value over the iteration box of an expression affine in the
+  // loop's variables and in values the same for every iteration, or null; `varies`: whether a
+  // loop variable counts in it.
+  auto corner = [&](const tile::Expr &e, bool largest, bool *varies = nullptr) -> thir::Expr {
+    auto a = tile::toAffine(e);
+    if (!a)
+      return nullptr;
+    int64_t constant = a->constant;
+    std::vector<std::pair<tile::Expr, int64_t>> terms;
+    for (const auto &[key, term] : a->terms) {
+      const auto &[factor, atom] = term;
+      auto *r = std::get_if<tile::VarRef>(&atom->op);
+      if (r && loopVars.count(r->var->id)) {
+        auto [lo, hi] = range.at(r->var->id);
+        constant += (factor > 0) == largest ? factor * hi : factor * lo;
+        if (varies)
+          *varies = *varies || factor != 0;
+      } else if (uniform(atom, loopVars, bodyLets) && isInteger(atom->dtype) &&
+                 isSigned(atom->dtype)) {
+        terms.push_back({atom, factor});
+      } else {
+        return nullptr;
+      }
+    }
+    thir::Expr at = thir::constInt(constant, DType::Int64);
+    for (const auto &[term, factor] : terms) {
+      thir::Expr t = lowerExpr(term, {});
+      if (!t)
+        return nullptr;
+      t = thir::cast(t, i64);
+      at = thir::binary(
+          thir::BinOp::Add, at,
+          factor == 1 ? t
+                      : thir::binary(thir::BinOp::Mul, t, thir::constInt(factor, DType::Int64)));
+    }
+    return at;
+  };
   auto visit = [&](const tile::Node &n) {
     auto *b = std::get_if<tile::Binary>(&n.op);
     if (!b || out.known.count(&n))
@@ -66,45 +103,12 @@ KernelLowering::tileUniformConditions(const tile::For &f) {
       });
     if (!signedOnly || !isInteger(b->a->dtype))
       return;
-    auto d = tile::toAffine(tile::makeBinary(tile::BinOp::Sub, b->a, b->b)); // a - b
-    if (!d)
-      return;
-    std::map<int, int64_t> coef;
-    std::vector<std::pair<tile::Expr, int64_t>> terms;
-    for (const auto &[key, term] : d->terms) {
-      const auto &[factor, atom] = term;
-      auto *r = std::get_if<tile::VarRef>(&atom->op);
-      if (r && loopVars.count(r->var->id))
-        coef[r->var->id] = factor;
-      else if (uniform(atom, loopVars, bodyLets))
-        terms.push_back({atom, factor});
-      else
-        return;
-    }
+    // The corner where the comparison is tightest: a - b's largest value for < and <=, its
+    // smallest for > and >=.
     bool varies = false;
-    // The corner where the comparison is tightest: d's largest value for < and <=, its smallest
-    // for > and >=.
-    int64_t extreme = d->constant;
-    for (auto [v, c] : coef) {
-      if (c == 0)
-        continue;
-      varies = true;
-      auto [lo, hi] = range.at(v);
-      extreme += (c > 0) == less ? c * hi : c * lo;
-    }
-    if (!varies)
+    thir::Expr at = corner(tile::makeBinary(tile::BinOp::Sub, b->a, b->b), less, &varies);
+    if (!at || !varies)
       return;
-    thir::Expr at = thir::constInt(extreme, DType::Int64);
-    for (const auto &[term, factor] : terms) {
-      thir::Expr t = lowerExpr(term, {});
-      if (!t)
-        return;
-      t = thir::cast(t, i64);
-      at = thir::binary(
-          thir::BinOp::Add, at,
-          factor == 1 ? t
-                      : thir::binary(thir::BinOp::Mul, t, thir::constInt(factor, DType::Int64)));
-    }
     thir::BinOp op = b->op == tile::BinOp::Lt   ? thir::BinOp::Lt
                      : b->op == tile::BinOp::Le ? thir::BinOp::Le
                      : b->op == tile::BinOp::Gt ? thir::BinOp::Gt
@@ -119,35 +123,7 @@ KernelLowering::tileUniformConditions(const tile::For &f) {
   // Reads of global tensors whose every index stays inside the tensor over the whole tile (a
   // bias read by column away from the ragged end): their bounds checks go the same way, which
   // also keeps ptxas from spilling around the branch of each masked load (gemm_bias_gelu's
-  // 128x256 epilogue spilled 236 bytes). `extreme`: the smallest (or largest) value of an
-  // affine index over the iteration box, or null.
-  auto extreme = [&](const tile::Expr &index, bool largest) -> thir::Expr {
-    auto a = tile::toAffine(index);
-    if (!a)
-      return nullptr;
-    int64_t constant = a->constant;
-    thir::Expr at;
-    for (const auto &[key, term] : a->terms) {
-      const auto &[factor, atom] = term;
-      auto *r = std::get_if<tile::VarRef>(&atom->op);
-      if (r && loopVars.count(r->var->id)) {
-        auto [lo, hi] = range.at(r->var->id);
-        constant += (factor > 0) == largest ? factor * hi : factor * lo;
-        continue;
-      }
-      if (!uniform(atom, loopVars, bodyLets) || !isInteger(atom->dtype) || !isSigned(atom->dtype))
-        return nullptr;
-      thir::Expr t = lowerExpr(atom, {});
-      if (!t)
-        return nullptr;
-      t = thir::cast(t, i64);
-      if (factor != 1)
-        t = thir::binary(thir::BinOp::Mul, t, thir::constInt(factor, DType::Int64));
-      at = at ? thir::binary(thir::BinOp::Add, at, t) : t;
-    }
-    thir::Expr c = thir::constInt(constant, DType::Int64);
-    return at ? thir::binary(thir::BinOp::Add, at, c) : c;
-  };
+  // 128x256 epilogue spilled 236 bytes).
   auto visitLoad = [&](const tile::Node &n) {
     auto *ld = std::get_if<tile::Load>(&n.op);
     if (!ld || ld->buffer->scope != tile::Scope::Global || out.inBounds.count(&n) ||
@@ -155,7 +131,7 @@ KernelLowering::tileUniformConditions(const tile::For &f) {
       return;
     thir::Expr holds;
     for (size_t d = 0; d < ld->indices.size(); ++d) {
-      thir::Expr lo = extreme(ld->indices[d], false), hi = extreme(ld->indices[d], true);
+      thir::Expr lo = corner(ld->indices[d], false), hi = corner(ld->indices[d], true);
       thir::Expr extent = lowerExpr(ld->buffer->shape[d], {});
       if (!lo || !hi || !extent)
         return;

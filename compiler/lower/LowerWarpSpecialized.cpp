@@ -169,9 +169,9 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   // they finish the previous tile.
   const bool persistent = opts_.persistence == Persistence::On ||
                           (opts_.persistence == Persistence::Gemm && plan.gemmInFlight);
-  // Consumer groups of C threads each (threads groups C .. groups C + C - 1 form group
-  // `groups`), group g taking the block's tiles g, g + groups, ... of those the producer loads
-  // in order: one group's epilogue runs while the next group's tile streams through the rings.
+  // Consumer groups of C threads each (threads g C .. g C + C - 1 form group g), group g taking
+  // the block's tiles g, g + groups, ... of those the producer loads in order: one group's
+  // epilogue runs while the next group's tile streams through the rings.
   const int groups = persistent ? plan.tileGroups : 1;
   const int consumers = groups * C;
   out_.threads = consumers + kProducerThreads;

@@ -53,9 +53,9 @@ struct PipelinePlan {
   /// scheduler barriers).
   bool pingPong = false;
   /// A GEMM loop (gemmInFlight) whose kernel computes each tile apart from the others: its
-  /// consumers may be `tileGroups` groups of `threads` threads, each on its own tiles of a
-  /// persistent block (CUTLASS's ping-pong schedule), so that one group's epilogue runs beside
-  /// another's main loop. Lowering takes it where the kernel is persistent.
+  /// consumers may be `tileGroups` groups of KernelPlan::tileThreads (one warpgroup), each on
+  /// its own tiles of a persistent block (CUTLASS's ping-pong schedule), so that one group's
+  /// epilogue runs beside another's main loop. Lowering takes it where the kernel is persistent.
   int tileGroups = 1;
   /// FlashAttention-3's overlap inside a warpgroup: the body ends with a gemm (attention's P@V)
   /// whose operands are registers and ring slots, and nothing from the start of the body up to
