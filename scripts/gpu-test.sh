@@ -73,6 +73,10 @@ build)
   for kernel in "$root"/tests/gpu/kernels/*.tile; do
     "$tilec" compile "$kernel" -o "$gpu/gen" --emit cubin,ptx,header,layout
   done
+  # The math functions also under --fast-math (math_gpu measures both).
+  mkdir -p "$gpu/gen/math_fast"
+  "$tilec" compile "$root/tests/gpu/kernels/math_funcs.tile" -o "$gpu/gen/math_fast" --fast-math \
+    --namespace tile::math_fast --emit cubin,ptx,header,layout
   # The two-pass RMSNorm also with chunks whose width is not a power of two (C = 160 in 2 or 1).
   for bc in 80 160; do
     mkdir -p "$gpu/gen/rms_c$bc"

@@ -42,15 +42,98 @@ Value *callIntrinsic(llvm::IRBuilder<> &b, llvm::Intrinsic::ID id,
   return b.CreateCall(fn, args);
 }
 
+namespace {
+
+// Halving a float is exact, so x / 2 may be folded into the multiply by a constant that
+// computed x: a * c becomes a * (c / 2), a * c - m * c becomes a * (c / 2) - m * (c / 2).
+// True when that costs no instruction more than x itself.
+bool halvesForFree(Value *x, int depth = 3) {
+  if (auto *c = llvm::dyn_cast<llvm::ConstantFP>(x)) {
+    // Only where the half is exact: not a subnormal's last bit.
+    const llvm::APFloat &v = c->getValueAPF();
+    return v.isZero() || (v.isFiniteNonZero() && llvm::ilogb(v) > -126);
+  }
+  auto *inst = llvm::dyn_cast<llvm::Instruction>(x);
+  if (!inst || depth == 0)
+    return false;
+  switch (inst->getOpcode()) {
+  case llvm::Instruction::FMul:
+    return llvm::isa<llvm::ConstantFP>(inst->getOperand(0)) ||
+           llvm::isa<llvm::ConstantFP>(inst->getOperand(1));
+  case llvm::Instruction::FNeg:
+    return halvesForFree(inst->getOperand(0), depth - 1);
+  case llvm::Instruction::FAdd:
+  case llvm::Instruction::FSub:
+    return halvesForFree(inst->getOperand(0), depth - 1) &&
+           halvesForFree(inst->getOperand(1), depth - 1);
+  default:
+    return false;
+  }
+}
+
+// x / 2, folded into x's own multiplies by constants where halvesForFree says so. The new
+// instructions keep the fast-math flags (contraction) of those they replace.
+Value *halved(llvm::IRBuilder<> &b, Value *x) {
+  if (!halvesForFree(x))
+    return b.CreateFMul(x, f32(b, 0.5));
+  if (auto *c = llvm::dyn_cast<llvm::ConstantFP>(x)) {
+    llvm::APFloat v = c->getValueAPF();
+    v.divide(llvm::APFloat(v.getSemantics(), "2"), llvm::APFloat::rmNearestTiesToEven);
+    return llvm::ConstantFP::get(x->getType(), v);
+  }
+  auto *inst = llvm::cast<llvm::Instruction>(x);
+  Value *lhs = inst->getOperand(0);
+  switch (inst->getOpcode()) {
+  case llvm::Instruction::FMul: {
+    Value *rhs = inst->getOperand(1);
+    if (llvm::isa<llvm::ConstantFP>(lhs))
+      std::swap(lhs, rhs);
+    return b.CreateFMulFMF(lhs, halved(b, rhs), inst);
+  }
+  case llvm::Instruction::FNeg:
+    return b.CreateFNegFMF(halved(b, lhs), inst);
+  case llvm::Instruction::FAdd:
+    return b.CreateFAddFMF(halved(b, lhs), halved(b, inst->getOperand(1)), inst);
+  default:
+    return b.CreateFSubFMF(halved(b, lhs), halved(b, inst->getOperand(1)), inst);
+  }
+}
+
+} // namespace
+
 Value *exp2(llvm::IRBuilder<> &b, Value *x, bool flushSubnormals) {
-  // Without ftz, ptxas wraps ex2.approx in a scaling of subnormal results (three instructions
-  // more than the MUFU.EX2 itself).
-  return callIntrinsic(
-      b, flushSubnormals ? llvm::Intrinsic::nvvm_ex2_approx_ftz : llvm::Intrinsic::nvvm_ex2_approx,
-      {b.getFloatTy()}, {x});
+  if (flushSubnormals)
+    return callIntrinsic(b, llvm::Intrinsic::nvvm_ex2_approx_ftz, {b.getFloatTy()}, {x});
+  // ex2.approx.f32 without ftz costs three instructions besides the MUFU.EX2 (ptxas scales
+  // arguments below -126 and the result). The square of 2^(x/2) by the flushing form is
+  // 2^x over the whole range at one multiply, with x/2 folded into the multiply that made x
+  // where there is one (attention's s * scale - m * scale): for x in [-252, -126) the half
+  // is a normal number whose square rounds to the subnormal (or 0) result; x >= 128 squares
+  // to infinity as it should. The error doubles, from about 2 to about 4 ulp.
+  Value *root =
+      callIntrinsic(b, llvm::Intrinsic::nvvm_ex2_approx_ftz, {b.getFloatTy()}, {halved(b, x)});
+  return b.CreateFMul(root, root);
 }
 
 Value *exp(llvm::IRBuilder<> &b, Value *x, bool flushSubnormals) {
+  // x * log2(e); where x is itself y * c (or -(y * c)) for a constant c, y * (c log2(e)) with
+  // the constant folded in double: one rounding fewer and one multiply fewer (GELU's argument).
+  Value *y = x;
+  double c = 1.0;
+  auto *neg = llvm::dyn_cast<llvm::UnaryOperator>(x);
+  if (neg && neg->getOpcode() == llvm::Instruction::FNeg) {
+    y = neg->getOperand(0);
+    c = -1.0;
+  }
+  auto *mul = llvm::dyn_cast<llvm::BinaryOperator>(y);
+  if (mul && mul->getOpcode() == llvm::Instruction::FMul) {
+    for (int i : {0, 1}) {
+      if (auto *k = llvm::dyn_cast<llvm::ConstantFP>(mul->getOperand(i))) {
+        double folded = c * k->getValueAPF().convertToFloat() * std::numbers::log2e;
+        return exp2(b, b.CreateFMul(mul->getOperand(1 - i), f32(b, folded)), flushSubnormals);
+      }
+    }
+  }
   return exp2(b, b.CreateFMul(x, f32(b, std::numbers::log2e)), flushSubnormals);
 }
 
@@ -82,7 +165,8 @@ Value *tanh(llvm::IRBuilder<> &b, Value *x, bool fast) {
   // Near 0, 1 - 2/(e^2x + 1) cancels; an odd polynomial (least-squares fit of
   // (tanh(x) - x) / x^3 on [0, 0.55], relative error 4e-9) covers that range instead.
   Value *ax = fabs(b, x);
-  Value *e = exp2(b, b.CreateFMul(ax, f32(b, 2.0 * std::numbers::log2e)));
+  // e >= 1: never subnormal, the flushing form is exact.
+  Value *e = exp2(b, b.CreateFMul(ax, f32(b, 2.0 * std::numbers::log2e)), true);
   Value *big = b.CreateFSub(f32(b, 1.0), divFull(b, f32(b, 2.0), b.CreateFAdd(e, f32(b, 1.0))));
   big = copysign(b, big, x);
   Value *x2 = b.CreateFMul(x, x);
@@ -108,7 +192,8 @@ Value *erf(llvm::IRBuilder<> &b, Value *x) {
                                    {ax, f32(b, 0.3275911), f32(b, 1.0)}));
   Value *poly = b.CreateFMul(
       t, horner(b, t, {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429}));
-  Value *big = b.CreateFSub(f32(b, 1.0), b.CreateFMul(poly, exp(b, b.CreateFNeg(x2))));
+  // poly < 1.2, so poly * e for a subnormal e vanishes in 1 - poly * e: flushing changes nothing.
+  Value *big = b.CreateFSub(f32(b, 1.0), b.CreateFMul(poly, exp(b, b.CreateFNeg(x2), true)));
   big = copysign(b, big, x);
   // Written so that NaN takes the `big` arm, which propagates it.
   return b.CreateSelect(b.CreateFCmpOLT(ax, f32(b, 1.0)), small, big);
@@ -119,7 +204,8 @@ Value *sigmoid(llvm::IRBuilder<> &b, Value *x, bool fast) {
   if (fast)
     return b.CreateFAdd(f32(b, 0.5),
                         b.CreateFMul(f32(b, 0.5), tanh(b, b.CreateFMul(x, f32(b, 0.5)), true)));
-  return divFull(b, f32(b, 1.0), b.CreateFAdd(f32(b, 1.0), exp(b, b.CreateFNeg(x))));
+  // A subnormal e^-x vanishes in 1 + e^-x: flushing changes nothing.
+  return divFull(b, f32(b, 1.0), b.CreateFAdd(f32(b, 1.0), exp(b, b.CreateFNeg(x), true)));
 }
 
 Value *floor(llvm::IRBuilder<> &b, Value *x) {

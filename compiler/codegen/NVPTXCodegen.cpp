@@ -14,6 +14,7 @@
 #include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 #include <llvm/IR/OptBisect.h>
+#include <llvm/IR/ValueMap.h>
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
@@ -1026,6 +1027,8 @@ private:
   }
 
   Value *unary(thir::UnOp op, Value *a, thir::Type t);
+  Value *exponential(thir::UnOp op, Value *x);
+  Value *absorbedExponential(Value *e, Value *other);
   Value *binary(thir::BinOp op, Value *a, Value *b, thir::Type t);
   Value *intPow(Value *a, Value *e, thir::Type t);
   Value *cast(Value *v, thir::Type from, thir::Type to);
@@ -1057,6 +1060,9 @@ private:
   std::unordered_map<const Node *, Value *> cache_;
   std::vector<std::pair<llvm::Instruction *, thir::SmemRegion>> regionAccesses_;
   thir::TrailingZeros trailingZeros_;
+  // The float32 exp and exp2 results this kernel computed with subnormal results, by value:
+  // which function, of what argument (absorbedExponential may recompute them flushing).
+  llvm::ValueMap<const Value *, std::pair<thir::UnOp, llvm::WeakTrackingVH>> exponentials_;
 };
 
 Value *KernelEmitter::unary(thir::UnOp op, Value *a, thir::Type t) {
@@ -1115,9 +1121,8 @@ Value *KernelEmitter::unary(thir::UnOp op, Value *a, thir::Type t) {
     return perLane(x, [&](Value *s) -> Value * {
       switch (op) {
       case UnOp::Exp:
-        return math::exp(b_, s, opts_.fastMath);
       case UnOp::Exp2:
-        return math::exp2(b_, s, opts_.fastMath);
+        return exponential(op, s);
       case UnOp::Log:
         return math::log(b_, s);
       case UnOp::Log2:
@@ -1161,6 +1166,31 @@ Value *KernelEmitter::intPow(Value *a, Value *e, thir::Type t) {
   return b_.CreateSelect(negExp, forNeg, result);
 }
 
+Value *KernelEmitter::exponential(thir::UnOp op, Value *x) {
+  bool flush = opts_.fastMath;
+  Value *r = op == thir::UnOp::Exp ? math::exp(b_, x, flush) : math::exp2(b_, x, flush);
+  if (!flush)
+    exponentials_[r] = {op, llvm::WeakTrackingVH(x)};
+  return r;
+}
+
+// e + c (or e - c, c - e) for an exp or exp2 result e and a constant |c| >= 2^-102: a
+// subnormal e is below half an ulp of c, so the sum is the same whether e is that subnormal or
+// 0, and e may be computed flushing subnormal results (one MUFU.EX2 instead of
+// math::exp2's square of the half; sigmoid's 1 + exp(-x)). A recomputation: the first e stays
+// for any other use it has, and is dead code otherwise.
+Value *KernelEmitter::absorbedExponential(Value *e, Value *other) {
+  auto it = exponentials_.find(e);
+  auto *c = llvm::dyn_cast<llvm::ConstantFP>(other);
+  if (it == exponentials_.end() || !c || !c->getValueAPF().isFiniteNonZero() ||
+      llvm::ilogb(c->getValueAPF()) < -102)
+    return e;
+  auto [op, arg] = it->second;
+  if (!arg)
+    return e;
+  return op == thir::UnOp::Exp ? math::exp(b_, arg, true) : math::exp2(b_, arg, true);
+}
+
 Value *KernelEmitter::binary(thir::BinOp op, Value *a, Value *b, thir::Type t) {
   using thir::BinOp;
   DType et = t.elem;
@@ -1179,6 +1209,11 @@ Value *KernelEmitter::binary(thir::BinOp op, Value *a, Value *b, thir::Type t) {
       i->setHasAllowContract(true);
     return v;
   };
+  if (fp && (op == BinOp::Add || op == BinOp::Sub)) {
+    Value *a2 = absorbedExponential(a, b);
+    b = absorbedExponential(b, a);
+    a = a2;
+  }
   switch (op) {
   case BinOp::Add:
     return fp ? contractible(b_.CreateFAdd(a, b)) : b_.CreateAdd(a, b);

@@ -64,7 +64,9 @@ struct TargetOptions {
 /// (float16/bfloat16 as half/bfloat, bool as i8), Dim -> i64) and optimizes it at O3.
 ///
 /// Math lowering, per element (float16/bfloat16 compute in float32 and round back):
-/// exp2 -> ex2.approx.f32, exp(x) -> ex2(x*log2(e)), log2 -> lg2.approx.f32, log -> lg2*ln(2),
+/// exp2(x) -> ex2.approx.ftz.f32(x/2) squared (ex2.approx.ftz.f32(x) alone under fastMath, or
+/// where the result is added to a constant that absorbs subnormals), exp(x) -> exp2(x*log2(e)),
+/// log2 -> lg2.approx.f32, log -> lg2*ln(2),
 /// sqrt -> sqrt.rn, rsqrt -> rsqrt.approx, tanh and erf -> polynomial/exp formulas accurate to
 /// ~1e-6 relative, sigmoid -> 1/(1+exp(-x)), pow(a, b) -> ex2(b*lg2(|a|)) with the sign fixed
 /// for a < 0 and odd integral b, NaN for a < 0 and non-integral b, 1 for b == 0 (so relative error
