@@ -341,6 +341,14 @@ private:
   void stmt(const thir::CpAsync &c) {
     Value *global = b_.CreatePtrToInt(address(c.param, c.index), b_.getInt64Ty());
     Value *shared = b_.CreatePtrToInt(sharedAddress(c.byteOffset), b_.getInt32Ty());
+    if (c.srcBytes) {
+      auto *fnTy = llvm::FunctionType::get(
+          b_.getVoidTy(), {b_.getInt32Ty(), b_.getInt64Ty(), b_.getInt32Ty()}, false);
+      b_.CreateCall(llvm::InlineAsm::get(fnTy, "cp.async.cg.shared.global [$0], [$1], 16, $2;",
+                                         "r,l,r,~{memory}", true),
+                    {shared, global, expr(c.srcBytes)});
+      return;
+    }
     auto *fnTy = llvm::FunctionType::get(b_.getVoidTy(), {b_.getInt32Ty(), b_.getInt64Ty()}, false);
     b_.CreateCall(llvm::InlineAsm::get(fnTy, "cp.async.cg.shared.global [$0], [$1], 16;",
                                        "r,l,~{memory}", true),

@@ -245,6 +245,34 @@ thir::Expr KernelLowering::inBounds(const Access &a, const LaneContext &lc, int 
   return ok ? ok : thir::constInt(1, DType::Bool);
 }
 
+thir::Expr KernelLowering::bytesInside(const Access &a, int vector, int elemBytes) {
+  // The leading dimensions as inBounds checks them; the last one's start at 0 or after.
+  thir::Expr ok;
+  auto conj = [&](thir::Expr c) { ok = ok ? thir::binary(thir::BinOp::And, ok, c) : c; };
+  size_t last = a.indices.size() - 1;
+  thir::Expr remaining;
+  for (size_t d = 0; d <= last; ++d) {
+    thir::Expr idx = lowerExpr(a.indices[d], {}, /*scalarIndex=*/true);
+    thir::Expr n = lowerExpr(a.buffer->shape[d], {});
+    if (!idx || !n)
+      return nullptr;
+    idx = thir::cast(idx, Type{DType::Int64});
+    n = thir::cast(n, Type{DType::Int64});
+    if (range(a.indices[d]).lo < 0)
+      conj(thir::binary(thir::BinOp::Ge, idx, thir::constInt(0)));
+    if (d < last)
+      conj(thir::binary(thir::BinOp::Lt, idx, n));
+    else
+      remaining = thir::binary(
+          thir::BinOp::Min,
+          thir::binary(thir::BinOp::Max, thir::binary(thir::BinOp::Sub, n, idx), thir::constInt(0)),
+          thir::constInt(vector));
+  }
+  thir::Expr bytes = thir::cast(
+      thir::binary(thir::BinOp::Mul, remaining, thir::constInt(elemBytes)), Type{DType::Int32});
+  return ok ? thir::select(ok, bytes, thir::constInt(0, DType::Int32)) : bytes;
+}
+
 std::optional<std::pair<thir::Expr, thir::Expr>>
 KernelLowering::sharedElement(const tile::BufferPtr &buf, const std::vector<tile::Expr> &idx) {
   std::vector<thir::Expr> index;

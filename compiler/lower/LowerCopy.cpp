@@ -208,9 +208,31 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
           }
           split.then.push_back({thir::GlobalStore{gparam, off, vec, align}});
         }
-        for (int64_t lane = 0; lane < v && !failed_; ++lane) {
-          bindChunk(walker, ch, lane);
-          element(ch, lane, split.otherwise);
+        bool async =
+            !toGlobal && asyncCopies_ && chip.smemOffset && v * gbytes == 16 && chip.dtype == gt;
+        if (async) {
+          // A chunk that the tensor's edge cuts (or leaves out) is still copied ahead, reading
+          // the bytes inside and zero-filling the rest; element by element only when the chunk
+          // is not 16-byte aligned.
+          thir::Expr inside = bytesInside({gbuf, globalIdx}, static_cast<int>(v), gbytes);
+          if (!inside)
+            return;
+          thir::Expr safe =
+              thir::select(thir::binary(thir::BinOp::Gt, inside, thir::constInt(0, DType::Int32)),
+                           off, thir::constInt(0));
+          thir::IfStmt edge;
+          edge.cond = aligned;
+          edge.then.push_back({thir::CpAsync{gparam, safe, chip.smemOffset(ch), inside}});
+          for (int64_t lane = 0; lane < v && !failed_; ++lane) {
+            bindChunk(walker, ch, lane);
+            element(ch, lane, edge.otherwise);
+          }
+          split.otherwise.push_back({std::move(edge)});
+        } else {
+          for (int64_t lane = 0; lane < v && !failed_; ++lane) {
+            bindChunk(walker, ch, lane);
+            element(ch, lane, split.otherwise);
+          }
         }
         if (tileOk)
           target->insert(target->end(), std::make_move_iterator(split.then.begin()),

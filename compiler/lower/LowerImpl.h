@@ -217,6 +217,9 @@ private:
   /// In-bounds predicate of a global access; checks that hold for every value are left out.
   /// `extraLast` widens the last dimension's check to a whole vector.
   thir::Expr inBounds(const Access &a, const LaneContext &lc, int extraLast);
+  /// The bytes of the `vector` elements from `a` along its last dimension that lie inside the
+  /// tensor (int32, 0 to vector * elemBytes): 0 when an index of another dimension is outside.
+  thir::Expr bytesInside(const Access &a, int vector, int elemBytes);
 
   /// Element offset (Int64) of a global access; with lanes, the offset of lane 0.
   thir::Expr offset(const tile::BufferPtr &buf, const std::vector<tile::Expr> &idx,

@@ -124,7 +124,7 @@ Effects EffectsCache::ofStmt(const thir::Stmt &s) {
                      fx |= of(a);
                  },
                  [&](const thir::CpAsync &c) {
-                   use({&c.index, &c.byteOffset});
+                   use({&c.index, &c.byteOffset, &c.srcBytes});
                  },
                  [&](const thir::CpAsyncCommit &) {},
                  [&](const thir::CpAsyncWait &) { fx.landed = true; },

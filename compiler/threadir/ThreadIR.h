@@ -263,11 +263,14 @@ struct SharedAtomic {
 /// `cp.async.cg.shared.global [smem], [global], 16`: starts copying 16 bytes of global tensor
 /// `param` from element `index` (16-byte aligned) to dynamic shared memory at `byteOffset`
 /// (16-byte aligned) without going through registers; complete after a CpAsyncWait covering the
-/// commit group it belongs to.
+/// commit group it belongs to. With `srcBytes` (int32, 0 to 16) only that many bytes are read
+/// and the rest of the 16 are zero-filled (`cp.async ..., 16, src-size`): a chunk at a tensor's
+/// ragged edge, or wholly outside it (0 bytes read: `index` need not be inside then).
 struct CpAsync {
   int param;
   Expr index;
   Expr byteOffset;
+  Expr srcBytes = nullptr;
 };
 /// `cp.async.commit_group` / `cp.async.wait_group pending`: close the thread's open copies into
 /// a group; wait until at most `pending` most recent groups are incomplete.

@@ -453,8 +453,13 @@ private:
       expectPunct(",");
       integer(16, 16, "the copy size in bytes (16)");
       expectIdent("bytes");
+      Expr srcBytes;
+      if (accept(",")) {
+        expectIdent("reading");
+        srcBytes = expr();
+      }
       endOfStatement();
-      return {CpAsync{param, index, offset}};
+      return {CpAsync{param, index, offset, srcBytes}};
     }
     if (word == "barrier") {
       advance();

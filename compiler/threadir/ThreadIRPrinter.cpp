@@ -259,9 +259,13 @@ private:
                             regionSuffix(s.region), atomicOpUpdate(s.op), expr(s.value)));
   }
   void stmt(const CpAsync &c, int depth) {
-    bindShared({c.index, c.byteOffset}, depth);
-    line(depth, fmt::format("cp.async smem[{}] <- {}[{}], 16 bytes", expr(c.byteOffset),
-                            param(c.param), expr(c.index)));
+    if (c.srcBytes)
+      bindShared({c.index, c.byteOffset, c.srcBytes}, depth);
+    else
+      bindShared({c.index, c.byteOffset}, depth);
+    line(depth, fmt::format("cp.async smem[{}] <- {}[{}], 16 bytes{}", expr(c.byteOffset),
+                            param(c.param), expr(c.index),
+                            c.srcBytes ? fmt::format(", reading {}", expr(c.srcBytes)) : ""));
   }
   void stmt(const CpAsyncCommit &, int depth) { line(depth, "cp.async.commit"); }
   void stmt(const CpAsyncWait &w, int depth) {

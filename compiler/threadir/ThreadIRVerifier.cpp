@@ -279,6 +279,10 @@ private:
     node(c.byteOffset);
     requireType(s, c.index, kInt64, "a global index");
     requireType(s, c.byteOffset, kInt32, "a shared memory offset");
+    if (c.srcBytes) {
+      node(c.srcBytes);
+      requireType(s, c.srcBytes, kInt32, "the bytes a cp.async reads");
+    }
     tensor(s, c.param);
     requireSharedMemory(s);
   }

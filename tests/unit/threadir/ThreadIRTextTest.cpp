@@ -85,6 +85,9 @@ Module everything() {
   Body loop = {
       stmt(CpAsync{0, binary(BinOp::Mul, idx, constInt(8)),
                    binary(BinOp::Shl, tid, constInt(4, DType::Int32))}),
+      stmt(CpAsync{
+          0, idx, constInt(256, DType::Int32),
+          select(binary(BinOp::Lt, idx, n), constInt(8, DType::Int32), constInt(0, DType::Int32))}),
       stmt(CpAsyncCommit{}),
       stmt(CpAsyncWait{1}),
       stmt(FenceProxyAsync{}),
