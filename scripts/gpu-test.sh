@@ -83,6 +83,10 @@ build)
     "$tilec" compile "$root/tests/gpu/kernels/rmsnorm_two_pass.tile" -o "$gpu/gen/rms_c$bc" \
       -D block_M=64 -D block_C=$bc --namespace tile::rms_c$bc --emit cubin,ptx,header,layout
   done
+  # ... and with its second pass in order, first chunk to last.
+  mkdir -p "$gpu/gen/rms_fwd"
+  "$tilec" compile "$root/tests/gpu/kernels/rmsnorm_two_pass.tile" -o "$gpu/gen/rms_fwd" \
+    -D reverse_second_pass=False --namespace tile::rms_fwd --emit cubin,ptx,header,layout
   # Several arches in one header (multi_arch_gpu): both cubins, sm_80 with its PTX, sm_80 alone.
   mkdir -p "$gpu/gen/multi/both" "$gpu/gen/multi/fwd" "$gpu/gen/multi/only80"
   "$tilec" compile "$root/samples/vector_add.tile" -o "$gpu/gen/multi/both" --arch sm_80,sm_90a \

@@ -4,10 +4,12 @@
 // inputs with a poisoned output, ragged M and C (a last chunk that is partly outside), and at
 // M = 302400, C = 160, 320 and 640 the bandwidth (X and Y once) next to a d2d copy. The same
 // program compiled with 64 x 80 and 64 x 160 chunks (widths that are not powers of two, whole
-// chunks at C = 160) is checked the same way.
+// chunks at C = 160), and with its second pass in order instead of last chunk first, are checked
+// the same way.
 #include "gpu_common.h"
 #include "rms_c160/rmsnorm_two_pass.h"
 #include "rms_c80/rmsnorm_two_pass.h"
+#include "rms_fwd/rmsnorm_two_pass.h"
 #include "rmsnorm_two_pass.h"
 
 using namespace gputest;
@@ -40,6 +42,9 @@ int main() {
                       [](auto... a) { return tile::rms_c80::rmsnorm_two_pass(a...); });
     failures += check("rmsnorm_two_pass_64x160",
                       [](auto... a) { return tile::rms_c160::rmsnorm_two_pass(a...); });
+    // The second pass in order (reverse_second_pass=False).
+    failures += check("rmsnorm_two_pass_fwd",
+                      [](auto... a) { return tile::rms_fwd::rmsnorm_two_pass(a...); });
   }
   return verdict("rmsnorm_two_pass", failures);
 }
