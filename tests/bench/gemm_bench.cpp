@@ -115,13 +115,16 @@ constexpr const char *kKind = "nt";
 #elif defined(BENCH_KIND_w4a16)     // C = A dequant(B)^T: B int4 (N, K/2 bytes), scales (N, K/128)
 using Kind = KindInfo<F16, F16, 'n', 't', Epilogue::None>;
 constexpr const char *kKind = "w4a16";
+#elif defined(BENCH_KIND_w4a16_splitk) // the same, by a kernel that adds into C (split K)
+using Kind = KindInfo<F16, F16, 'n', 't', Epilogue::None>;
+constexpr const char *kKind = "w4a16_splitk";
 #elif defined(BENCH_KIND_fp8_nt)    // C = A B^T, float8 e4m3 in, bfloat16 out
 using Kind = KindInfo<F8E4M3, BF16, 'n', 't', Epilogue::None>;
 constexpr const char *kKind = "fp8_nt";
 #else
 #error "define one BENCH_KIND_<kind> (see tests/bench/gemm-cases.txt)"
 #endif
-#if defined(BENCH_KIND_w4a16)
+#if defined(BENCH_KIND_w4a16) || defined(BENCH_KIND_w4a16_splitk)
 constexpr bool kW4A16 = true;
 #else
 constexpr bool kW4A16 = false;
@@ -142,6 +145,12 @@ CUresult launch(const Operands &o, const Shape &s) {
 #elif defined(BENCH_KIND_tn_scale)
   return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, o.alpha, s.K, s.M, s.N);
 #elif defined(BENCH_KIND_w4a16)
+  return BENCH_LAUNCH(nullptr, o.a, o.b, o.scales, o.c, s.M, s.K, s.N);
+#elif defined(BENCH_KIND_w4a16_splitk)
+  // The kernel adds its partial products into C: zeroing C is part of every timed launch.
+  if (CUresult r = cuMemsetD16Async(o.c, 0, static_cast<size_t>(s.M * s.N), nullptr);
+      r != CUDA_SUCCESS)
+    return r;
   return BENCH_LAUNCH(nullptr, o.a, o.b, o.scales, o.c, s.M, s.K, s.N);
 #else
   return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, s.M, s.K, s.N);
