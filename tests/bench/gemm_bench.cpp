@@ -118,7 +118,7 @@ constexpr const char *kKind = "w4a16";
 #elif defined(BENCH_KIND_w4a16_splitk) // the same, by a kernel that adds into C (split K)
 using Kind = KindInfo<F16, F16, 'n', 't', Epilogue::None>;
 constexpr const char *kKind = "w4a16_splitk";
-#elif defined(BENCH_KIND_fp8_nt)    // C = A B^T, float8 e4m3 in, bfloat16 out
+#elif defined(BENCH_KIND_fp8_nt)       // C = A B^T, float8 e4m3 in, bfloat16 out
 using Kind = KindInfo<F8E4M3, BF16, 'n', 't', Epilogue::None>;
 constexpr const char *kKind = "fp8_nt";
 #else
