@@ -58,8 +58,11 @@ bool halvesForFree(Value *x, int depth = 3) {
     return false;
   switch (inst->getOpcode()) {
   case llvm::Instruction::FMul:
-    return llvm::isa<llvm::ConstantFP>(inst->getOperand(0)) ||
-           llvm::isa<llvm::ConstantFP>(inst->getOperand(1));
+    // Only where that constant halves exactly (halvesForFree of a subnormal one is false).
+    return (llvm::isa<llvm::ConstantFP>(inst->getOperand(0)) &&
+            halvesForFree(inst->getOperand(0), 0)) ||
+           (llvm::isa<llvm::ConstantFP>(inst->getOperand(1)) &&
+            halvesForFree(inst->getOperand(1), 0));
   case llvm::Instruction::FNeg:
     return halvesForFree(inst->getOperand(0), depth - 1);
   case llvm::Instruction::FAdd:
@@ -86,7 +89,7 @@ Value *halved(llvm::IRBuilder<> &b, Value *x) {
   switch (inst->getOpcode()) {
   case llvm::Instruction::FMul: {
     Value *rhs = inst->getOperand(1);
-    if (llvm::isa<llvm::ConstantFP>(lhs))
+    if (!(llvm::isa<llvm::ConstantFP>(rhs) && halvesForFree(rhs, 0)))
       std::swap(lhs, rhs);
     return b.CreateFMulFMF(lhs, halved(b, rhs), inst);
   }
