@@ -250,6 +250,9 @@ TEST_CASE("syntax errors are located and stop the parse") {
   CHECK(has(errorOf("  let $0 = 1\n  let $0 = 2\n  barrier"), "$0 is already bound"));
   CHECK(has(errorOf("  cp.async smem[0:int32] <- %A[0], 8 bytes", "%A: tensor<float32, align 16>"),
             "the copy size in bytes (16) must be in 16..16"));
+  CHECK(has(errorOf("  cp.async smem[0:int32] <- %A[0], 16 bytes, 8:int32",
+                    "%A: tensor<float32, align 16>"),
+            "t.thir:3:46: error: expected 'reading' but found '8'"));
   CHECK(has(errorOf("  var v0: int32 = %B", "%A: dim"), "unknown parameter '%B'"));
   CHECK(has(errorOf("}"), "expected 'kernel' but found '}'"));
 }
@@ -267,6 +270,9 @@ TEST_CASE("the verifier reports what codegen would treat as a compiler bug") {
   CHECK(has(errors("  var v0: int32 = shfl_xor(1:int32, 32)"), "lane mask 32 outside 0..31"));
   CHECK(has(errors("  var v0: int32x4 = ldmatrix.x4(smem[0:int64])", "", 1024),
             "a shared memory offset must be int32, not int64"));
+  CHECK(has(errors("  cp.async smem[0:int32] <- %A[0], 16 bytes, reading 8",
+                   "%A: tensor<float32, align 16>", 1024),
+            "the bytes a cp.async reads must be int32, not int64"));
   CHECK(has(
       errors("  smem[0:int32] = vector<float16x3>(1.0:float16, 1.0:float16, 1.0:float16)", "", 64),
       "shared memory access of float16x3 is not a power-of-two width"));
