@@ -28,6 +28,10 @@
 #    tilec bench, with and without --ping-pong (ATT_FLAGS adds flags to both), and Nsight
 #    Compute profiles of the default build (sections, and warp-stall samples by SASS
 #    instruction through scripts/ncu_stalls.py).
+# 8. rmsnorm-two-pass-profile (not in the default): Nsight Compute profiles (sections, and
+#    instructions executed and warp-stall samples by SASS instruction) of the two-pass RMSNorm at
+#    M=302400 for each C of RMS_PROFILE_WIDTHS (default 160 640) and each configuration of
+#    RMS_PROFILE_CONFIGS (';'-separated lists of -D options, default the test kernel as written).
 # SECTIONS picks what runs (default "layernorm gemm gemm-as-written").
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -118,6 +122,21 @@ if has rmsnorm-two-pass-widths; then
   echo "== two-pass RMSNorm+SiLU, M=302400, chunk widths 32-160"
   rms_tune 'block_M=16,32,64;block_C=32,40,64,80,128,160;num_stages=3,4;threads=128' \
     tune-rmsnorm-two-pass-widths.json
+fi
+if has rmsnorm-two-pass-profile; then
+  echo "== two-pass RMSNorm+SiLU, M=302400: Nsight Compute"
+  IFS=';' read -r -a rms_configs <<<"${RMS_PROFILE_CONFIGS:-}"
+  [ ${#rms_configs[@]} -gt 0 ] || rms_configs=("")
+  for C in ${RMS_PROFILE_WIDTHS:-160 640}; do
+    for config in "${rms_configs[@]}"; do
+      defs=()
+      for d in $config; do defs+=(-D "$d"); done
+      name=rms-C$C$(printf '%s' "$config" | tr -c 'a-zA-Z0-9' '_' | sed 's/_*$//; s/^_*/_/; s/^_$//')
+      echo "-- C=$C ${config:-as written} ($name)"
+      ncu_profile "$name" rmsnorm_two_pass "$root/tests/gpu/kernels/rmsnorm_two_pass.tile" \
+        "${defs[@]}" --shape M=302400,C=$C --arg eps=1e-6
+    done
+  done
 fi
 if has w4a16; then
   echo "== W4A16 M=16 N=K=8192"
