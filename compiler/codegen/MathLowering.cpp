@@ -1,6 +1,7 @@
 #include "codegen/MathLowering.h"
 
 #include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/Module.h>
@@ -152,10 +153,79 @@ Value *rsqrt(llvm::IRBuilder<> &b, Value *x) {
   return callIntrinsic(b, llvm::Intrinsic::nvvm_rsqrt_approx_f, {}, {x});
 }
 
+namespace {
+
+// +0, a positive number, +inf or NaN: what exp2 and a square return.
+bool neverNegative(Value *v, int depth = 4) {
+  if (auto *c = llvm::dyn_cast<llvm::ConstantFP>(v))
+    return !c->isNegative();
+  if (depth == 0)
+    return false;
+  if (auto *call = llvm::dyn_cast<llvm::IntrinsicInst>(v)) {
+    llvm::Intrinsic::ID id = call->getIntrinsicID();
+    return id == llvm::Intrinsic::nvvm_ex2_approx_ftz || id == llvm::Intrinsic::fabs;
+  }
+  auto *mul = llvm::dyn_cast<llvm::BinaryOperator>(v);
+  if (!mul || mul->getOpcode() != llvm::Instruction::FMul)
+    return false;
+  Value *x = mul->getOperand(0), *y = mul->getOperand(1);
+  return x == y || (neverNegative(x, depth - 1) && neverNegative(y, depth - 1));
+}
+
+// A constant at least 1 whose quarter is exact.
+bool atLeastOne(Value *v) {
+  auto *c = llvm::dyn_cast<llvm::ConstantFP>(v);
+  return c && c->getType()->isFloatTy() && c->getValueAPF().isFinite() &&
+         c->getValueAPF().convertToFloat() >= 1.0f;
+}
+
+// c / 4 in one instruction when c is k + x or x * m + k for a constant k >= 1 and x, m never
+// negative (sigmoid's 1 + e^-x): c >= 1, so c / 4 >= 0.25 is a normal number and rounding c or
+// c / 4 is the same up to the exact scaling. Null otherwise.
+Value *quarterOfAtLeastOne(llvm::IRBuilder<> &b, Value *c) {
+  Value *x = nullptr, *m = f32(b, 1.0), *k = nullptr;
+  if (auto *add = llvm::dyn_cast<llvm::BinaryOperator>(c);
+      add && add->getOpcode() == llvm::Instruction::FAdd) {
+    for (int i = 0; i < 2 && !k; ++i)
+      if (atLeastOne(add->getOperand(i)) && neverNegative(add->getOperand(1 - i))) {
+        k = add->getOperand(i);
+        x = add->getOperand(1 - i);
+      }
+  } else if (auto *fma = llvm::dyn_cast<llvm::IntrinsicInst>(c);
+             fma && fma->getIntrinsicID() == llvm::Intrinsic::fma &&
+             atLeastOne(fma->getOperand(2))) {
+    auto *mc = llvm::dyn_cast<llvm::ConstantFP>(fma->getOperand(1));
+    // m / 4 must be exact too: not within 2 binades of the subnormals.
+    if (mc && neverNegative(mc) && neverNegative(fma->getOperand(0)) &&
+        (mc->isZero() || llvm::ilogb(mc->getValueAPF()) > -125)) {
+      x = fma->getOperand(0);
+      m = mc;
+      k = fma->getOperand(2);
+    }
+  }
+  if (!k)
+    return nullptr;
+  return callIntrinsic(b, llvm::Intrinsic::fma, {b.getFloatTy()},
+                       {x, b.CreateFMul(m, f32(b, 0.25)), b.CreateFMul(k, f32(b, 0.25))});
+}
+
+} // namespace
+
 /// a / c by div.full.f32: within 2 ulp over the full range (c = inf gives 0), without
 /// div.rn's slow path; the functions below are accurate to far fewer bits than that costs.
 Value *divFull(llvm::IRBuilder<> &b, Value *a, Value *c) {
   return callIntrinsic(b, llvm::Intrinsic::nvvm_div_full, {}, {a, c});
+}
+
+Value *divide(llvm::IRBuilder<> &b, Value *a, Value *c) {
+  // div.full.f32 scales a and c by 1/4 when |c| > 2^126 (a compare and two predicated
+  // multiplies around MUFU.RCP). A c known to be at least 1 is always scaled instead: the same
+  // products, so the same result, except that a below 2^-124 in magnitude loses its last bits
+  // to the scaling (an error of at most 2^-147 more). A constant a scales for free.
+  if (Value *quarter = quarterOfAtLeastOne(b, c))
+    return b.CreateFMul(b.CreateFMul(a, f32(b, 0.25)),
+                        callIntrinsic(b, llvm::Intrinsic::nvvm_rcp_approx_ftz_f, {}, {quarter}));
+  return divFull(b, a, c);
 }
 
 Value *tanh(llvm::IRBuilder<> &b, Value *x, bool fast) {
@@ -170,7 +240,7 @@ Value *tanh(llvm::IRBuilder<> &b, Value *x, bool fast) {
   Value *ax = fabs(b, x);
   // e >= 1: never subnormal, the flushing form is exact.
   Value *e = exp2(b, b.CreateFMul(ax, f32(b, 2.0 * std::numbers::log2e)), true);
-  Value *big = b.CreateFSub(f32(b, 1.0), divFull(b, f32(b, 2.0), b.CreateFAdd(e, f32(b, 1.0))));
+  Value *big = b.CreateFSub(f32(b, 1.0), divide(b, f32(b, 2.0), b.CreateFAdd(e, f32(b, 1.0))));
   big = copysign(b, big, x);
   Value *x2 = b.CreateFMul(x, x);
   Value *p = horner(b, x2,
@@ -190,9 +260,9 @@ Value *erf(llvm::IRBuilder<> &b, Value *x) {
       x, horner(b, x2,
                 {1.128379165678643, -0.3761262549825006, 0.11283581502675004, -0.02685366104623955,
                  0.005188043349943352, -0.0008007711896401164, 7.845710156108486e-05}));
-  Value *t = divFull(b, f32(b, 1.0),
-                     callIntrinsic(b, llvm::Intrinsic::fma, {b.getFloatTy()},
-                                   {ax, f32(b, 0.3275911), f32(b, 1.0)}));
+  Value *t = divide(b, f32(b, 1.0),
+                    callIntrinsic(b, llvm::Intrinsic::fma, {b.getFloatTy()},
+                                  {ax, f32(b, 0.3275911), f32(b, 1.0)}));
   Value *poly = b.CreateFMul(
       t, horner(b, t, {0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429}));
   // poly < 1.2, so poly * e for a subnormal e vanishes in 1 - poly * e: flushing changes nothing.
@@ -208,7 +278,7 @@ Value *sigmoid(llvm::IRBuilder<> &b, Value *x, bool fast) {
     return b.CreateFAdd(f32(b, 0.5),
                         b.CreateFMul(f32(b, 0.5), tanh(b, b.CreateFMul(x, f32(b, 0.5)), true)));
   // A subnormal e^-x vanishes in 1 + e^-x: flushing changes nothing.
-  return divFull(b, f32(b, 1.0), b.CreateFAdd(f32(b, 1.0), exp(b, b.CreateFNeg(x), true)));
+  return divide(b, f32(b, 1.0), b.CreateFAdd(f32(b, 1.0), exp(b, b.CreateFNeg(x), true)));
 }
 
 Value *floor(llvm::IRBuilder<> &b, Value *x) {

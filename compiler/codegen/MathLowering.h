@@ -19,6 +19,10 @@ llvm::Value *tanh(llvm::IRBuilder<> &b, llvm::Value *x, bool fast);
 llvm::Value *erf(llvm::IRBuilder<> &b, llvm::Value *x);
 /// 1 / (1 + e^-x); `fast` uses tanh.approx.f32 (~2^-11 relative).
 llvm::Value *sigmoid(llvm::IRBuilder<> &b, llvm::Value *x, bool fast);
+/// a / c by div.full.f32 (at most 2 ulp), or, when c is 1 + e^y or another sum of a constant
+/// of at least 1 and a value never negative, by the same scaled reciprocal without its range
+/// check.
+llvm::Value *divide(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *c);
 /// Works for float and double (and vectors of them).
 llvm::Value *floor(llvm::IRBuilder<> &b, llvm::Value *x);
 /// a ** b through exp2/log2; the limits are documented in NVPTXCodegen.h.

@@ -1233,7 +1233,7 @@ Value *KernelEmitter::binary(thir::BinOp op, Value *a, Value *b, thir::Type t) {
     if (fp && et == DType::Float32 && !opts_.preciseDiv) {
       // div.full.f32: at most 2 ulp off, full range, no slow path (TileLang's fast-math default).
       if (t.lanes == 1)
-        return math::callIntrinsic(b_, llvm::Intrinsic::nvvm_div_full, {}, {a, b});
+        return math::divide(b_, a, b);
       Value *out = llvm::PoisonValue::get(a->getType());
       for (int i = 0; i < t.lanes; ++i)
         out = b_.CreateInsertElement(
