@@ -223,19 +223,23 @@ Interval KernelLowering::range(const tile::Expr &e) {
   return {};
 }
 
-thir::Expr KernelLowering::inBounds(const Access &a, const LaneContext &lc, int extraLast) {
+thir::Expr KernelLowering::inBounds(const Access &a, const LaneContext &lc, int extraLast,
+                                    int spanLast) {
   thir::Expr ok;
   auto conj = [&](thir::Expr c) { ok = ok ? thir::binary(thir::BinOp::And, ok, c) : c; };
   for (size_t d = 0; d < a.indices.size(); ++d) {
     Interval r = range(a.indices[d]);
     int extra = d + 1 == a.indices.size() ? extraLast : 0;
+    int span = d + 1 == a.indices.size() ? spanLast : 0;
     auto shapeConst = tile::asConstInt(a.buffer->shape[d]);
     thir::Expr idx = lowerExpr(a.indices[d], lc, /*scalarIndex=*/true);
     if (!idx)
       return nullptr;
     idx = thir::cast(idx, Type{DType::Int64});
-    if (r.lo < 0)
-      conj(thir::binary(thir::BinOp::Ge, idx, thir::constInt(0)));
+    if (r.lo + span < 0)
+      conj(thir::binary(thir::BinOp::Ge,
+                        span ? thir::binary(thir::BinOp::Add, idx, thir::constInt(span)) : idx,
+                        thir::constInt(0)));
     if (!shapeConst || r.hi + extra >= *shapeConst) {
       thir::Expr n = thir::cast(lowerExpr(a.buffer->shape[d], {}), Type{DType::Int64});
       conj(thir::binary(thir::BinOp::Lt, thir::binary(thir::BinOp::Add, idx, thir::constInt(extra)),

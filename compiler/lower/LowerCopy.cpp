@@ -229,10 +229,21 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
           }
           split.otherwise.push_back({std::move(edge)});
         } else {
+          // A chunk wholly outside (at a width divisible by the vector, every one that fails)
+          // is skipped, or zero, without a check per element.
+          thir::IfStmt partial;
+          partial.cond = inBounds({gbuf, globalIdx}, {}, 0, static_cast<int>(v - 1));
+          if (!partial.cond)
+            return;
+          if (!toGlobal)
+            for (int64_t lane = 0; lane < v; ++lane)
+              chip.write(ch, lane, zeroOf(gt), partial.otherwise);
           for (int64_t lane = 0; lane < v && !failed_; ++lane) {
             bindChunk(walker, ch, lane);
-            element(ch, lane, split.otherwise);
+            element(ch, lane, partial.then);
           }
+          bindChunk(walker, ch, 0);
+          split.otherwise.push_back({std::move(partial)});
         }
         if (tileOk)
           target->insert(target->end(), std::make_move_iterator(split.then.begin()),

@@ -651,9 +651,14 @@ void KernelLowering::preloadChunk(const tile::For &f, const ChunkRef &c, int vec
         return; // reported
       std::vector<thir::Expr> zeros(vector, zeroOf(buf->dtype));
       out.push_back({thir::DeclVar{id, vt, thir::makeVector(std::move(zeros))}});
-      out.push_back({thir::IfStmt{inb,
-                                  {{thir::AssignVar{id, whole}}},
-                                  {{thir::AssignVar{id, thir::makeVector(std::move(elems))}}}}});
+      thir::Body partial{{thir::AssignVar{id, thir::makeVector(std::move(elems))}}};
+      // A vector wholly outside (at a width divisible by the vector, every one that fails)
+      // keeps its zeros without a check per element.
+      thir::Expr any = inBounds({buf, ld.indices}, {}, 0, vector - 1);
+      if (!any)
+        return;
+      partial = {{thir::IfStmt{any, std::move(partial), {}}}};
+      out.push_back({thir::IfStmt{inb, {{thir::AssignVar{id, whole}}}, std::move(partial)}});
     }
     chunkLoads_[n] = {id, vt};
     if (!key.empty())

@@ -215,8 +215,10 @@ private:
   Interval range(const tile::Expr &e);
 
   /// In-bounds predicate of a global access; checks that hold for every value are left out.
-  /// `extraLast` widens the last dimension's check to a whole vector.
-  thir::Expr inBounds(const Access &a, const LaneContext &lc, int extraLast);
+  /// `extraLast` widens the last dimension's check to a whole vector; `spanLast` narrows its
+  /// lower bound instead, to "some of the `spanLast` + 1 elements from the index on is inside"
+  /// (with extraLast 0: is any lane of a vector starting there in bounds).
+  thir::Expr inBounds(const Access &a, const LaneContext &lc, int extraLast, int spanLast = 0);
   /// The bytes of the `vector` elements from `a` along its last dimension that lie inside the
   /// tensor (int32, 0 to vector * elemBytes): 0 when an index of another dimension is outside.
   thir::Expr bytesInside(const Access &a, int vector, int elemBytes);
