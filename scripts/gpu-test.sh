@@ -87,6 +87,10 @@ build)
   mkdir -p "$gpu/gen/rms_fwd"
   "$tilec" compile "$root/tests/gpu/kernels/rmsnorm_two_pass.tile" -o "$gpu/gen/rms_fwd" \
     -D reverse_second_pass=False --namespace tile::rms_fwd --emit cubin,ptx,header,layout
+  # ... and with its row sums across threads in every iteration of the first pass.
+  mkdir -p "$gpu/gen/rms_rowsum"
+  "$tilec" compile "$root/tests/gpu/kernels/rmsnorm_two_pass.tile" -o "$gpu/gen/rms_rowsum" \
+    -D sum_after_loop=False --namespace tile::rms_rowsum --emit cubin,ptx,header,layout
   # Several arches in one header (multi_arch_gpu): both cubins, sm_80 with its PTX, sm_80 alone.
   mkdir -p "$gpu/gen/multi/both" "$gpu/gen/multi/fwd" "$gpu/gen/multi/only80"
   "$tilec" compile "$root/samples/vector_add.tile" -o "$gpu/gen/multi/both" --arch sm_80,sm_90a \

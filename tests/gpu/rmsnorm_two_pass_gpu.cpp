@@ -10,6 +10,7 @@
 #include "rms_c160/rmsnorm_two_pass.h"
 #include "rms_c80/rmsnorm_two_pass.h"
 #include "rms_fwd/rmsnorm_two_pass.h"
+#include "rms_rowsum/rmsnorm_two_pass.h"
 #include "rmsnorm_two_pass.h"
 
 using namespace gputest;
@@ -45,6 +46,9 @@ int main() {
     // The second pass in order (reverse_second_pass=False).
     failures += check("rmsnorm_two_pass_fwd",
                       [](auto... a) { return tile::rms_fwd::rmsnorm_two_pass(a...); });
+    // The first pass's rows summed across threads in every iteration (sum_after_loop=False).
+    failures += check("rmsnorm_two_pass_rowsum",
+                      [](auto... a) { return tile::rms_rowsum::rmsnorm_two_pass(a...); });
   }
   return verdict("rmsnorm_two_pass", failures);
 }
