@@ -62,35 +62,46 @@ KernelLowering::TileEnd KernelLowering::sharedEnd(const tile::BufferPtr &b,
   return e;
 }
 
-thir::Expr KernelLowering::tileInBoundsAndAligned(const tile::Region &glob, int vector) {
+std::optional<KernelLowering::TileChecks> KernelLowering::tileChecks(const tile::Region &glob,
+                                                                     int vector) {
   const tile::BufferPtr &g = glob.buffer;
-  std::vector<thir::Expr> conds;
+  TileChecks checks;
   thir::Expr start = thir::constInt(0);
   for (size_t d = 0; d < glob.dims.size(); ++d) {
     const tile::RegionDim &rd = glob.dims[d];
     thir::Expr b = lowerExpr(rd.begin, {}), e = lowerExpr(rd.extent, {});
     thir::Expr n = lowerExpr(g->shape[d], {});
     if (!b || !e || !n)
-      return nullptr;
+      return std::nullopt;
     b = thir::cast(b, Type{DType::Int64});
     e = rd.dropped ? thir::constInt(1) : thir::cast(e, Type{DType::Int64});
     n = thir::cast(n, Type{DType::Int64});
     if (range(rd.begin).lo < 0)
-      conds.push_back(thir::binary(thir::BinOp::Ge, b, thir::constInt(0)));
-    conds.push_back(thir::binary(thir::BinOp::Le, thir::binary(thir::BinOp::Add, b, e), n));
+      checks.inBounds.push_back(thir::binary(thir::BinOp::Ge, b, thir::constInt(0)));
+    checks.inBounds.push_back(
+        thir::binary(thir::BinOp::Le, thir::binary(thir::BinOp::Add, b, e), n));
     // Chunks are 16-byte aligned when the tile's first element and every row start are.
     start = thir::binary(thir::BinOp::Add, thir::binary(thir::BinOp::Mul, start, n), b);
   }
-  conds.push_back(thir::binary(thir::BinOp::Eq,
-                               thir::binary(thir::BinOp::Mod, start, thir::constInt(vector)),
-                               thir::constInt(0)));
+  checks.aligned.push_back(
+      thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, start, thir::constInt(vector)),
+                   thir::constInt(0)));
   if (glob.dims.size() > 1) {
     thir::Expr row = thir::cast(lowerExpr(g->shape.back(), {}), Type{DType::Int64});
-    conds.push_back(thir::binary(thir::BinOp::Eq,
-                                 thir::binary(thir::BinOp::Mod, row, thir::constInt(vector)),
-                                 thir::constInt(0)));
+    checks.aligned.push_back(
+        thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, row, thir::constInt(vector)),
+                     thir::constInt(0)));
   }
-  return balancedAnd(conds);
+  return checks;
+}
+
+thir::Expr KernelLowering::tileInBoundsAndAligned(const tile::Region &glob, int vector) {
+  std::optional<TileChecks> checks = tileChecks(glob, vector);
+  if (!checks)
+    return nullptr;
+  std::vector<thir::Expr> all = checks->inBounds;
+  all.insert(all.end(), checks->aligned.begin(), checks->aligned.end());
+  return balancedAnd(all);
 }
 
 void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, const TileEnd &chip,

@@ -330,6 +330,12 @@ private:
   /// Whether all of global region `glob` is in bounds and its rows start `vector`-element
   /// aligned (null when an extent cannot be lowered).
   thir::Expr tileInBoundsAndAligned(const tile::Region &glob, int vector);
+  /// The two halves of tileInBoundsAndAligned: the tile inside its tensor, and every chunk of
+  /// `vector` elements 16-byte aligned (the first element and every row start are).
+  struct TileChecks {
+    std::vector<thir::Expr> inBounds, aligned;
+  };
+  std::optional<TileChecks> tileChecks(const tile::Region &glob, int vector);
   // ---- LowerFloat8.cpp ---------------------------------------------------------------------
   /// On targets without float8 conversions: reports (at `s`) the first conversion to or from
   /// float8 in `out` from statement `from` on, which codegen could not emit.
