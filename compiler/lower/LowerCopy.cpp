@@ -160,9 +160,17 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
   bool lastMoves = !glob.dims.back().dropped;
   int64_t v = l.vector;
   bool vectorPath = v > 1 && lastMoves && vectorizable(static_cast<int>(v), gt) && !atomic;
-  // `tileOk`: the whole tile is known in bounds and 16-byte aligned, so no chunk checks
-  // anything (the common case; per-chunk checks cost registers that fragments need).
-  auto emitChunks = [&](thir::Body &out, bool tileOk) {
+  bool async = !toGlobal && vectorPath && asyncCopies_ && chip.smemOffset && v * gbytes == 16 &&
+               chip.dtype == gt;
+  // What is known of the tile when its chunks are emitted. Checked: nothing, each chunk tests
+  // whether it is inside and aligned. TileOk: the whole tile is in bounds and 16-byte aligned,
+  // so no chunk tests anything (the common case; per-chunk checks cost registers that fragments
+  // need). For cp.async, TileAligned: every chunk is 16-byte aligned, so each is one cp.async of
+  // the bytes it has inside the tensor, with no test; TileUnaligned: the tile is not, so each
+  // chunk is a cp.async of its bytes inside where it is aligned and element by element where not.
+  enum class Known { Checked, TileOk, TileAligned, TileUnaligned };
+  auto emitChunks = [&](thir::Body &out, Known known) {
+    bool tileOk = known == Known::TileOk, tileAligned = known == Known::TileAligned;
     for (const ChunkRef &ch : chunksOf(l)) {
       if (failed_)
         return;
@@ -191,10 +199,22 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
                          thir::constInt(0));
         int align = static_cast<int>(v) * gbytes;
         noteAlign(gparam, align);
+        if (tileAligned) {
+          thir::Expr inside = bytesInside({gbuf, globalIdx}, static_cast<int>(v), gbytes);
+          if (!inside)
+            return;
+          thir::Expr safe =
+              thir::select(thir::binary(thir::BinOp::Gt, inside, thir::constInt(0, DType::Int32)),
+                           off, thir::constInt(0));
+          target->push_back({thir::CpAsync{gparam, safe, chip.smemOffset(ch), inside}});
+          if (cond)
+            out.push_back({std::move(guard)});
+          continue;
+        }
         thir::IfStmt split;
         split.cond = thir::binary(thir::BinOp::And, ok, aligned);
         Type gv{gt, static_cast<int>(v)}, cv{chip.dtype, static_cast<int>(v)};
-        if (!toGlobal && asyncCopies_ && chip.smemOffset && v * gbytes == 16 && chip.dtype == gt) {
+        if (async) {
           // Issued ahead by a software pipeline: straight to shared memory, no registers.
           split.then.push_back({thir::CpAsync{gparam, off, chip.smemOffset(ch)}});
         } else if (!toGlobal) {
@@ -219,8 +239,6 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
           }
           split.then.push_back({thir::GlobalStore{gparam, off, vec, align}});
         }
-        bool async =
-            !toGlobal && asyncCopies_ && chip.smemOffset && v * gbytes == 16 && chip.dtype == gt;
         if (async) {
           // A chunk that the tensor's edge cuts (or leaves out) is still copied ahead, reading
           // the bytes inside and zero-filling the rest; element by element only when the chunk
@@ -237,6 +255,12 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
           for (int64_t lane = 0; lane < v && !failed_; ++lane) {
             bindChunk(walker, ch, lane);
             element(ch, lane, edge.otherwise);
+          }
+          if (known == Known::TileUnaligned) {
+            target->push_back({std::move(edge)});
+            if (cond)
+              out.push_back({std::move(guard)});
+            continue;
           }
           split.otherwise.push_back({std::move(edge)});
         } else {
@@ -276,13 +300,28 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
   // 96-97% vs 86-87% of the copy bandwidth with the whole-tile branch on its loads or stores).
   bool wholeTile = vectorPath && ((!toGlobal && chip.smemOffset) ||
                                   (toGlobal && l.kind == FragmentLayout::Kind::MmaAccumulator));
-  thir::Expr whole = wholeTile ? tileInBoundsAndAligned(glob, static_cast<int>(v)) : nullptr;
-  if (!whole)
-    return emitChunks(out, false);
+  std::optional<TileChecks> checks;
+  if (wholeTile)
+    checks = tileChecks(glob, static_cast<int>(v));
+  if (!checks)
+    return emitChunks(out, Known::Checked);
+  std::vector<thir::Expr> all = checks->inBounds;
+  all.insert(all.end(), checks->aligned.begin(), checks->aligned.end());
   thir::IfStmt split;
-  split.cond = whole;
-  emitChunks(split.then, true);
-  emitChunks(split.otherwise, false);
+  split.cond = balancedAnd(all);
+  emitChunks(split.then, Known::TileOk);
+  if (async) {
+    // A tile the tensor's edge cuts (the ragged last chunk of a row, rows past M), aligned as
+    // tiles of a row-major tensor whose rows are whole chunks are: a cp.async of the bytes
+    // inside per chunk, with no test per chunk.
+    thir::IfStmt aligned;
+    aligned.cond = balancedAnd(checks->aligned);
+    emitChunks(aligned.then, Known::TileAligned);
+    emitChunks(aligned.otherwise, Known::TileUnaligned);
+    split.otherwise.push_back({std::move(aligned)});
+  } else {
+    emitChunks(split.otherwise, Known::Checked);
+  }
   out.push_back({std::move(split)});
 }
 
