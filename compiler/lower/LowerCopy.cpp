@@ -199,14 +199,23 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
                          thir::constInt(0));
         int align = static_cast<int>(v) * gbytes;
         noteAlign(gparam, align);
-        if (tileAligned) {
+        // A chunk that the tensor's edge cuts (or leaves out) is still copied ahead, reading the
+        // bytes inside and zero-filling the rest (with the tensor's start as the address when
+        // nothing is read).
+        auto zeroFilled = [&]() -> std::optional<thir::Stmt> {
           thir::Expr inside = bytesInside({gbuf, globalIdx}, static_cast<int>(v), gbytes);
           if (!inside)
-            return;
+            return std::nullopt;
           thir::Expr safe =
               thir::select(thir::binary(thir::BinOp::Gt, inside, thir::constInt(0, DType::Int32)),
                            off, thir::constInt(0));
-          target->push_back({thir::CpAsync{gparam, safe, chip.smemOffset(ch), inside}});
+          return thir::Stmt{thir::CpAsync{gparam, safe, chip.smemOffset(ch), inside}};
+        };
+        if (tileAligned) {
+          std::optional<thir::Stmt> copy = zeroFilled();
+          if (!copy)
+            return;
+          target->push_back(std::move(*copy));
           if (cond)
             out.push_back({std::move(guard)});
           continue;
@@ -240,18 +249,13 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
           split.then.push_back({thir::GlobalStore{gparam, off, vec, align}});
         }
         if (async) {
-          // A chunk that the tensor's edge cuts (or leaves out) is still copied ahead, reading
-          // the bytes inside and zero-filling the rest; element by element only when the chunk
-          // is not 16-byte aligned.
-          thir::Expr inside = bytesInside({gbuf, globalIdx}, static_cast<int>(v), gbytes);
-          if (!inside)
+          // Element by element only when the chunk is not 16-byte aligned.
+          std::optional<thir::Stmt> copy = zeroFilled();
+          if (!copy)
             return;
-          thir::Expr safe =
-              thir::select(thir::binary(thir::BinOp::Gt, inside, thir::constInt(0, DType::Int32)),
-                           off, thir::constInt(0));
           thir::IfStmt edge;
           edge.cond = aligned;
-          edge.then.push_back({thir::CpAsync{gparam, safe, chip.smemOffset(ch), inside}});
+          edge.then.push_back(std::move(*copy));
           for (int64_t lane = 0; lane < v && !failed_; ++lane) {
             bindChunk(walker, ch, lane);
             element(ch, lane, edge.otherwise);
