@@ -1237,10 +1237,7 @@ Value *KernelEmitter::binary(thir::BinOp op, Value *a, Value *b, thir::Type t) {
       Value *out = llvm::PoisonValue::get(a->getType());
       for (int i = 0; i < t.lanes; ++i)
         out = b_.CreateInsertElement(
-            out,
-            math::callIntrinsic(b_, llvm::Intrinsic::nvvm_div_full, {},
-                                {b_.CreateExtractElement(a, i), b_.CreateExtractElement(b, i)}),
-            i);
+            out, math::divide(b_, b_.CreateExtractElement(a, i), b_.CreateExtractElement(b, i)), i);
       return out;
     }
     return fp ? b_.CreateFDiv(a, b) : sgn ? b_.CreateSDiv(a, b) : b_.CreateUDiv(a, b);

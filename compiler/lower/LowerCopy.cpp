@@ -95,15 +95,6 @@ std::optional<KernelLowering::TileChecks> KernelLowering::tileChecks(const tile:
   return checks;
 }
 
-thir::Expr KernelLowering::tileInBoundsAndAligned(const tile::Region &glob, int vector) {
-  std::optional<TileChecks> checks = tileChecks(glob, vector);
-  if (!checks)
-    return nullptr;
-  std::vector<thir::Expr> all = checks->inBounds;
-  all.insert(all.end(), checks->aligned.begin(), checks->aligned.end());
-  return balancedAnd(all);
-}
-
 void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, const TileEnd &chip,
                                 bool toGlobal, thir::Body &out, std::optional<AtomicOp> atomic) {
   const FragmentLayout &l = *chip.layout;
@@ -211,8 +202,23 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
                            off, thir::constInt(0));
           return thir::Stmt{thir::CpAsync{gparam, safe, chip.smemOffset(ch), inside}};
         };
-        if (tileAligned) {
+        // ... of the whole chunk where it is aligned, else element by element.
+        auto zeroFilledOrElements = [&]() -> std::optional<thir::IfStmt> {
           std::optional<thir::Stmt> copy = zeroFilled();
+          if (!copy)
+            return std::nullopt;
+          thir::IfStmt edge;
+          edge.cond = aligned;
+          edge.then.push_back(std::move(*copy));
+          for (int64_t lane = 0; lane < v && !failed_; ++lane) {
+            bindChunk(walker, ch, lane);
+            element(ch, lane, edge.otherwise);
+          }
+          return edge;
+        };
+        if (tileAligned || known == Known::TileUnaligned) {
+          std::optional<thir::Stmt> copy =
+              tileAligned ? zeroFilled() : std::optional<thir::Stmt>(zeroFilledOrElements());
           if (!copy)
             return;
           target->push_back(std::move(*copy));
@@ -249,24 +255,10 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
           split.then.push_back({thir::GlobalStore{gparam, off, vec, align}});
         }
         if (async) {
-          // Element by element only when the chunk is not 16-byte aligned.
-          std::optional<thir::Stmt> copy = zeroFilled();
-          if (!copy)
+          std::optional<thir::IfStmt> edge = zeroFilledOrElements();
+          if (!edge)
             return;
-          thir::IfStmt edge;
-          edge.cond = aligned;
-          edge.then.push_back(std::move(*copy));
-          for (int64_t lane = 0; lane < v && !failed_; ++lane) {
-            bindChunk(walker, ch, lane);
-            element(ch, lane, edge.otherwise);
-          }
-          if (known == Known::TileUnaligned) {
-            target->push_back({std::move(edge)});
-            if (cond)
-              out.push_back({std::move(guard)});
-            continue;
-          }
-          split.otherwise.push_back({std::move(edge)});
+          split.otherwise.push_back({std::move(*edge)});
         } else {
           // A chunk wholly outside (at a width divisible by the vector, every one that fails)
           // is skipped, or zero, without a check per element.
@@ -309,10 +301,8 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
     checks = tileChecks(glob, static_cast<int>(v));
   if (!checks)
     return emitChunks(out, Known::Checked);
-  std::vector<thir::Expr> all = checks->inBounds;
-  all.insert(all.end(), checks->aligned.begin(), checks->aligned.end());
   thir::IfStmt split;
-  split.cond = balancedAnd(all);
+  split.cond = checks->both();
   emitChunks(split.then, Known::TileOk);
   if (async) {
     // A tile the tensor's edge cuts (the ragged last chunk of a row, rows past M), aligned as

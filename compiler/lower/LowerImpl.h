@@ -327,13 +327,17 @@ private:
   /// For layouts that give an element to several threads: the condition that `tid` is the one
   /// that writes the element at `slot` to memory. Null when every element has one holder.
   thir::Expr soleWriter(const analysis::FragmentLayout &l, int64_t slot, thir::Expr tid);
-  /// Whether all of global region `glob` is in bounds and its rows start `vector`-element
-  /// aligned (null when an extent cannot be lowered).
-  thir::Expr tileInBoundsAndAligned(const tile::Region &glob, int vector);
-  /// The two halves of tileInBoundsAndAligned: the tile inside its tensor, and every chunk of
-  /// `vector` elements 16-byte aligned (the first element and every row start are).
+  /// What makes global region `glob` copyable in whole `vector`-element chunks without a test
+  /// per chunk: the tile inside its tensor, and every chunk aligned (the first element and every
+  /// row start are). Nullopt when an extent cannot be lowered.
   struct TileChecks {
     std::vector<thir::Expr> inBounds, aligned;
+    /// In bounds and aligned.
+    thir::Expr both() const {
+      std::vector<thir::Expr> all = inBounds;
+      all.insert(all.end(), aligned.begin(), aligned.end());
+      return balancedAnd(all);
+    }
   };
   std::optional<TileChecks> tileChecks(const tile::Region &glob, int vector);
   // ---- LowerFloat8.cpp ---------------------------------------------------------------------
