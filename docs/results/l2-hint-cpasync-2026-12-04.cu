@@ -5,7 +5,8 @@
 // LDGSTS.E.BYPASS.128 [R7], desc[UR4][R2.64]). tilec's two-pass RMSNorm with the same PTX
 // (docs/results/l2-hints-tried-2026-12-04.patch), whose shared addresses are the dynamic shared
 // memory base plus an offset, got LDGSTS [R12+UR0], desc[UR1][R8.64] and died of an illegal
-// instruction (docs/results.md, 2026-12-04 afternoon).
+// instruction (docs/results.md, 2026-12-04 afternoon). This file was written again from the one
+// that ran (the same five variants) and has not been run since.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
