@@ -17,6 +17,10 @@
 # 4. rmsnorm-two-pass (not in the default): the two-pass RMSNorm+SiLU of issue 9 at M=302400 and
 #    C=160, 320, 640 over block_M x block_C x num_stages x threads, next to a copy of X's bytes.
 #    RMS_SPACE and RMS_SHAPES replace the space and the shapes.
+# 4b. rmsnorm-two-pass-tuned (not in the default): tilec tune of the same kernel over its own
+#    @tune space and shapes, and the header it writes built into
+#    tests/tune/rmsnorm_two_pass_tuned.cpp (float64 reference at ragged widths, bandwidth at the
+#    tuned shapes next to a device copy timed the same way).
 # 5. rmsnorm-two-pass-widths (not in the default): the same, with chunk widths that are not
 #    powers of two (40, 80, 160 divide C = 160; 80 and 160 divide 320 and 640).
 # 6. w4a16 (not in the default): samples/dequant_gemm_w4a16.tile at the decode shape M=16,
@@ -117,6 +121,18 @@ if has rmsnorm-two-pass; then
   echo "== two-pass RMSNorm+SiLU, M=302400"
   rms_tune "${RMS_SPACE:-block_M=16,32,64;block_C=32,64,128;num_stages=3,4;threads=128,256}" \
     tune-rmsnorm-two-pass.json
+fi
+if has rmsnorm-two-pass-tuned; then
+  # The space and shapes of the kernel's @tune: one header for the three widths, built into
+  # tests/tune/rmsnorm_two_pass_tuned.cpp (correctness at ragged widths, bandwidth next to a copy).
+  echo "== two-pass RMSNorm+SiLU, M=302400: tilec tune's header"
+  mkdir -p "$work/rms"
+  /usr/bin/time -f "tune wall %e s" "$tilec" tune "$root/tests/gpu/kernels/rmsnorm_two_pass.tile" \
+    --arg eps=1e-6 --record "$out/tune-rmsnorm-two-pass-tuned.json" -o "$work/rms"
+  cp "$work/rms/rmsnorm_two_pass.h" "$out/rmsnorm-two-pass-tuned.h"
+  g++ -std=c++17 -O2 -Wall -Wextra -I"$work/rms" -I"$root/tests/gpu" -I"$cuda/include" \
+    "$root/tests/tune/rmsnorm_two_pass_tuned.cpp" -o "$work/rmsnorm_two_pass_tuned" \
+    -L"$cuda/lib64/stubs" -lcuda && "$work/rmsnorm_two_pass_tuned"
 fi
 if has rmsnorm-two-pass-widths; then
   echo "== two-pass RMSNorm+SiLU, M=302400, chunk widths 32-160"
