@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Issue 9's machine-code criterion for the sm_90a builds: TMA loads (UTMALDG) and wgmma (HGMMA)
-# in the SASS, no spills and no wgmma serialization warning from ptxas.
+# Issue 9's machine-code criterion for the sm_90a builds: TMA loads (UTMALDG) and wgmma (HGMMA;
+# QGMMA for float8 operands) in the SASS, no spills and no wgmma serialization warning from ptxas.
 #
 #   scripts/sass-check.sh build   here (ptxas, no GPU needed): the eight conformance programs as
 #                                 written and the tuned GEMM configurations of the benchmark,
 #                                 compiled to PTX and assembled by ptxas -v into .sass-check/
 #   scripts/sass-check.sh run     on the GPU machine (cuobjdump), with .sass-check/ carried:
-#                                 per cubin, the counts of UTMALDG, HGMMA, local-memory accesses
+#                                 per cubin, the counts of UTMALDG, HGMMA, QGMMA, local-memory accesses
 #                                 (STL/LDL) and ptxas's spill and serialization lines; exits 1
 #                                 when a program that runs a gemm lacks UTMALDG or HGMMA, or
 #                                 any program spills or is serialized.
@@ -46,20 +46,22 @@ build)
   ;;
 run)
   echo "# SASS of the sm_90a builds, commit $(cat "$dir/COMMIT" 2>/dev/null || echo unknown)"
-  printf '%-36s %8s %8s %8s %s\n' program UTMALDG HGMMA STL/LDL ptxas
+  printf '%-36s %8s %8s %8s %8s %s\n' program UTMALDG HGMMA QGMMA STL/LDL ptxas
   status=0
   for cubin in "$dir"/*.cubin; do
     name=$(basename "$cubin" .cubin)
     sass=$(cuobjdump -sass "$cubin")
     tma=$(grep -c 'UTMALDG' <<<"$sass" || true)
     mma=$(grep -c 'HGMMA' <<<"$sass" || true)
+    fp8mma=$(grep -c 'QGMMA' <<<"$sass" || true)
     local_mem=$(grep -cE '\b(STL|LDL)\b' <<<"$sass" || true)
     spills=$(grep -oE '[0-9]+ bytes spill stores, [0-9]+ bytes spill loads' "$dir/$name.ptxas.txt" |
       sort -u | paste -sd';')
     serialized=$(grep -c 'serialized' "$dir/$name.ptxas.txt" || true)
     verdict=ok
-    # Every program with a gemm (wgmma in its PTX) must run it on HGMMA, fed by TMA.
-    if grep -q 'wgmma.mma_async' "$dir/$name.ptx" && { [ "$tma" -eq 0 ] || [ "$mma" -eq 0 ]; }; then
+    # Every program with a gemm (wgmma in its PTX) must run it on HGMMA or QGMMA, fed by TMA.
+    if grep -q 'wgmma.mma_async' "$dir/$name.ptx" &&
+      { [ "$tma" -eq 0 ] || [ $((mma + fp8mma)) -eq 0 ]; }; then
       verdict=FAIL
     fi
     if [ "$local_mem" -ne 0 ] || [ "$serialized" -ne 0 ] ||
@@ -67,7 +69,7 @@ run)
       verdict=FAIL
     fi
     [ "$verdict" = ok ] || status=1
-    printf '%-36s %8s %8s %8s %s%s  %s\n' "$name" "$tma" "$mma" "$local_mem" "$spills" \
+    printf '%-36s %8s %8s %8s %8s %s%s  %s\n' "$name" "$tma" "$mma" "$fp8mma" "$local_mem" "$spills" \
       "$([ "$serialized" -ne 0 ] && echo ', wgmma serialized')" "$verdict"
   done
   exit $status
