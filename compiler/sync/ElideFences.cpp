@@ -35,7 +35,10 @@ private:
       dirty |= !own.write.empty() || !own.atomic.empty() || own.landed || own.aheadWrite;
       if (auto *f = std::get_if<thir::ForStmt>(&st.op)) {
         bool top = loopFixpoint(dirty, [&](bool in) { return forward(f->body, in, false); });
-        dirty = dirty || forward(f->body, top, record);
+        // The body is walked even when a write is pending already: its fences are recorded
+        // there (`dirty || forward(...)` skipped them and so erased a nested loop's fences).
+        const bool out = forward(f->body, top, record);
+        dirty = dirty || out;
       } else if (auto *c = std::get_if<thir::IfStmt>(&st.op)) {
         bool t = forward(c->then, dirty, record);
         bool e = forward(c->otherwise, dirty, record);
@@ -62,7 +65,8 @@ private:
         // Backwards the loop's exit is its entry: the end of the body sees what follows the
         // loop and what the next iteration's start needs.
         bool end = loopFixpoint(need, [&](bool out) { return backward(f->body, out, false); });
-        need = need || backward(f->body, end, record);
+        const bool in = backward(f->body, end, record);
+        need = need || in;
       } else if (auto *c = std::get_if<thir::IfStmt>(&st.op)) {
         bool t = backward(c->then, need, record);
         bool e = backward(c->otherwise, need, record);
