@@ -444,15 +444,20 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
       if (std::holds_alternative<tile::Gemm>(st.op))
         gemms.push_back(&st);
     // The buffers of the ring read in iteration `it`: its slot's versions.
+    // Operands the iteration computes itself alternate between their two versions.
     auto atSlotOf = [&](thir::Expr iteration) {
       for (const tile::Stmt *st : plan.copies) {
         const tile::BufferPtr &b = std::get<tile::Copy>(st->op).dst.buffer;
         stageOffset_[b->id] = mul(position(iteration).version, shared_.at(b->id).layout.bytes());
       }
+      for (int id : plan.producedOperands)
+        stageOffset_[id] = mul(rem(iteration, 2), shared_.at(id).layout.bytes());
     };
     auto leaveSlots = [&] {
       for (const tile::Stmt *st : plan.copies)
         stageOffset_.erase(std::get<tile::Copy>(st->op).dst.buffer->id);
+      for (int id : plan.producedOperands)
+        stageOffset_.erase(id);
     };
     // Overlap: the tail of iteration it - 1 (on that iteration's slot), issued behind this
     // iteration's gemm, which the wait after it leaves in flight no longer.

@@ -47,6 +47,12 @@ struct PipelinePlan {
   /// The loop's body is its copies and one gemm: on wgmma, each iteration's group stays in flight
   /// while the next is issued, and a stage is released once the group reading it completed.
   bool gemmInFlight = false;
+  /// gemmInFlight where statements before the gemm compute one of its operands into a shared
+  /// buffer of the loop's own (W4A16's dequantized weights): those buffers, in two versions
+  /// used by iteration parity, so that an iteration writes the version the group two iterations
+  /// back read (completed: each iteration waits for all but its own group) while the previous
+  /// group still reads the other.
+  std::vector<int> producedOperands;
   /// Two consumer warpgroups, more than one stage, and a loop that computes beside its gemms
   /// (attention's softmax): the warpgroups take turns issuing their wgmma (ping-pong), so that
   /// one's other work runs while the other's gemms keep the tensor cores busy (FlashAttention-3's

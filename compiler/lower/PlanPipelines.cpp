@@ -145,6 +145,67 @@ bool onlyRegisters(const tile::Stmt &st) {
   return ok;
 }
 
+/// PipelinePlan::producedOperands for warp-specialized loop `s` (body `f`) whose one gemm is
+/// not alone in the body: the gemm comes last (after the copies it may be interleaved with),
+/// runs on wgmma accumulating into its fragment, and reads both operands from shared memory;
+/// the statements before it touch neither that fragment nor any shared buffer but ring slots
+/// (read) and the gemm's operands that are not ring slots (written: the produced ones), which
+/// no statement outside the loop refers to. Registers they write are their own, never the
+/// in-flight group's. Empty optional: the gemm cannot stay in flight.
+std::optional<std::vector<int>>
+planProducedOperands(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
+                     const PipelinePlan &plan,
+                     const std::map<int, analysis::FragmentLayout> &fragments) {
+  std::set<int> ring;
+  for (const tile::Stmt *c : plan.copies)
+    ring.insert(std::get<tile::Copy>(c->op).dst.buffer->id);
+  std::vector<const tile::Stmt *> body;
+  for (const tile::Stmt &st : f.body)
+    if (std::find(plan.copies.begin(), plan.copies.end(), &st) == plan.copies.end())
+      body.push_back(&st);
+  if (body.size() < 2)
+    return std::nullopt;
+  auto *g = std::get_if<tile::Gemm>(&body.back()->op);
+  if (!g || g->clearAccum || !onWgmma(*g, fragments) || g->a.buffer->scope != tile::Scope::Shared ||
+      g->b.buffer->scope != tile::Scope::Shared)
+    return std::nullopt;
+  std::set<int> operands = {g->a.buffer->id, g->b.buffer->id};
+  std::set<int> produced;
+  std::map<int, tile::BufferPtr> byId;
+  for (const tile::BufferPtr &b : k.buffers)
+    byId[b->id] = b;
+  for (size_t i = 0; i + 1 < body.size(); ++i) {
+    Refs r;
+    r.stmt(*body[i]);
+    if (r.buffers.count(g->c.buffer->id))
+      return std::nullopt;
+    for (int id : r.buffers) {
+      auto b = byId.find(id);
+      if (b == byId.end())
+        return std::nullopt;
+      const tile::Scope scope = b->second->scope;
+      const bool written = r.writtenBuffers.count(id) > 0;
+      if (scope == tile::Scope::Fragment || scope == tile::Scope::Local)
+        continue;
+      if (scope == tile::Scope::Shared && !written && ring.count(id))
+        continue;
+      if (scope == tile::Scope::Shared && operands.count(id) && !ring.count(id)) {
+        if (written)
+          produced.insert(id);
+        continue;
+      }
+      return std::nullopt;
+    }
+  }
+  if (produced.empty())
+    return std::nullopt;
+  for (int id : produced)
+    for (const tile::Stmt &st : k.body)
+      if (&st != &s && references(st, id))
+        return std::nullopt;
+  return std::vector<int>(produced.begin(), produced.end());
+}
+
 /// PipelinePlan::overlap for a warp-specialized loop (the rules are the comment there). The
 /// rotated gemm reads the previous iteration's slot while this iteration waits for and reads
 /// its own, so the ring needs two slots; and only registers and ring slots may be its operands,
@@ -395,9 +456,15 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
   plan.tmaDims = std::move(tmaDims);
   plan.consumerPrologue = std::move(consumerPrologue);
   plan.gemmInFlight = gemms == 1 && others == 0;
+  if (gemms == 1 && others > 0)
+    if (auto produced = planProducedOperands(k, s, f, plan, kp.fragments)) {
+      plan.gemmInFlight = true;
+      plan.producedOperands = std::move(*produced);
+    }
   // With one stage a turn held from one iteration's last gemm to the next's first would also
   // hold the wait for the next slot, which the other warpgroup has yet to release.
-  plan.pingPong = k.threads == 2 * kProducerThreads && others > 0 && plan.stages > 1;
+  plan.pingPong = k.threads == 2 * kProducerThreads && others > 0 && plan.stages > 1 &&
+                  plan.producedOperands.empty();
   // A slot of at least 32 KiB of tiles (what CUTLASS's 128x128x64 16-bit stages hold).
   int64_t bytes = 0;
   for (const tile::Stmt *c : plan.copies) {
@@ -408,8 +475,12 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
     bytes += n;
   }
   constexpr int64_t kSlotBytes = 32 * 1024, kMaxItersPerSlot = 4;
-  plan.itersPerSlot = static_cast<int>(
-      std::clamp<int64_t>(kSlotBytes / std::max<int64_t>(bytes, 1), 1, kMaxItersPerSlot));
+  // A produced operand's two versions serve one iteration each: every iteration waits for the
+  // group before its own, which iterations sharing a slot would not.
+  plan.itersPerSlot = plan.producedOperands.empty()
+                          ? static_cast<int>(std::clamp<int64_t>(
+                                kSlotBytes / std::max<int64_t>(bytes, 1), 1, kMaxItersPerSlot))
+                          : 1;
   if (opts.overlapGemms)
     plan.overlap = planOverlap(f, plan, kp.fragments);
   if (opts.pingPongTiles) {
@@ -548,11 +619,16 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, const target::Targ
 
 void countVersions(KernelPlan &kp) {
   kp.stagesOf.clear();
-  for (const auto &[loop, p] : kp.pipelines)
+  for (const auto &[loop, p] : kp.pipelines) {
     for (const tile::Stmt *c : p.copies) {
       int &v = kp.stagesOf[std::get<tile::Copy>(c->op).dst.buffer->id];
       v = std::max(v, p.versions());
     }
+    for (int id : p.producedOperands) {
+      int &v = kp.stagesOf[id];
+      v = std::max(v, 2);
+    }
+  }
 }
 
 void planPipelines(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan,

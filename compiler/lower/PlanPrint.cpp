@@ -61,6 +61,11 @@ void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) 
           out += " " + at(*c);
       }
     }
+    if (!p->producedOperands.empty()) {
+      out += ", operands computed in the loop in two versions:";
+      for (int id : p->producedOperands)
+        out += " " + bufferName(k, id);
+    }
     if (!p->consumerPrologue.empty()) {
       out += ", consumers first run";
       for (const tile::Stmt *c : p->consumerPrologue)
