@@ -28,6 +28,9 @@
 #    W4_SPACE, and Nsight Compute profiles of the kernel as written (sections, and warp-stall
 #    samples by SASS instruction through scripts/ncu_stalls.py; W4_DEFS adds -D options, W4_FILE
 #    names another kernel of the same signature, e.g. tests/gpu/kernels/w4a16_breg.tile).
+# 6b. w4a16-large (not in the default): the W4A16 sample at M=4096 with 128x128 blocks and 256
+#    threads (wgmma): tilec bench, the SASS of its synchronization (cuobjdump), and Nsight
+#    Compute (sections, warp-stall samples by SASS instruction).
 # 7. attention (not in the default): samples/flash_attention.tile (fp16 D128, B8 H16 S4096) by
 #    tilec bench, with and without --ping-pong (ATT_FLAGS adds flags to both), and Nsight
 #    Compute profiles of the default build (sections, and warp-stall samples by SASS
@@ -170,6 +173,21 @@ if has w4a16; then
     --shapes 'M=16,N=8192,K=8192' --record "$out/tune-w4a16.json"
   # shellcheck disable=SC2086 # W4_DEFS are whitespace-separated -D options
   ncu_profile w4a16 w4a16 "$w4" ${W4_DEFS:-} --shape M=16,N=8192,K=8192
+fi
+if has w4a16-large; then
+  # The W4A16 sample at M=4096 in its large configuration (wgmma, dequantized weights in shared
+  # memory): tilec bench, the SASS of its loop's synchronization, and Nsight Compute.
+  echo "== W4A16 M=4096 N=K=8192, 128x128x128, 256 threads"
+  w4=$root/samples/dequant_gemm_w4a16.tile
+  w4l=(-D block_M=128 -D block_N=128 -D threads=256)
+  "$tilec" bench "$w4" "${w4l[@]}" --shape M=4096,N=8192,K=8192 --reps 30 | tail -n +2
+  mkdir -p "$work/w4l"
+  "$tilec" compile "$w4" "${w4l[@]}" --emit cubin -o "$work/w4l"
+  cuobjdump -sass "$work/w4l/dequant_gemm_w4a16.cubin" >"$out/sass-w4a16-large.txt"
+  grep -cE 'HGMMA' "$out/sass-w4a16-large.txt"
+  grep -E 'WARPGROUP|DEPBAR|BAR.SYNC|SYNCS' "$out/sass-w4a16-large.txt" |
+    sed -e 's/^ *\/\*[0-9a-f]*\*\/ *//' -e 's/ *;.*//' | uniq -c
+  ncu_profile w4a16-large w4a16 "$w4" "${w4l[@]}" --shape M=4096,N=8192,K=8192
 fi
 if has attention; then
   echo "== flash_attention fp16 D128 B8 H16 S4096"
