@@ -1,6 +1,7 @@
 #include "codegen/NVPTXCodegen.h"
 
 #include "codegen/MathLowering.h"
+#include "codegen/PackNibblePairs.h"
 #include "threadir/TrailingZeros.h"
 
 #include <fmt/format.h>
@@ -1460,6 +1461,10 @@ Result<bool> optimizeModule(llvm::Module &mod, const TargetOptions &opts) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
+  pb.registerOptimizerLastEPCallback(
+      [](llvm::ModulePassManager &mpm, llvm::OptimizationLevel, llvm::ThinOrFullLTOPhase) {
+        mpm.addPass(llvm::createModuleToFunctionPassAdaptor(PackNibblePairsPass()));
+      });
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(mod, mam);
   return true;
