@@ -145,6 +145,23 @@ bool onlyRegisters(const tile::Stmt &st) {
   return ok;
 }
 
+/// The shared buffers the loop's copies issued ahead fill (its ring's tiles).
+std::set<int> ringBuffers(const PipelinePlan &plan) {
+  std::set<int> ring;
+  for (const tile::Stmt *c : plan.copies)
+    ring.insert(std::get<tile::Copy>(c->op).dst.buffer->id);
+  return ring;
+}
+
+/// The statements of the loop's body other than the copies issued ahead, in order.
+std::vector<const tile::Stmt *> nonCopyStatements(const tile::For &f, const PipelinePlan &plan) {
+  std::vector<const tile::Stmt *> body;
+  for (const tile::Stmt &st : f.body)
+    if (std::find(plan.copies.begin(), plan.copies.end(), &st) == plan.copies.end())
+      body.push_back(&st);
+  return body;
+}
+
 /// PipelinePlan::producedOperands for warp-specialized loop `s` (body `f`) whose one gemm is
 /// not alone in the body: the gemm comes last (after the copies it may be interleaved with),
 /// runs on wgmma accumulating into its fragment, and reads both operands from shared memory;
@@ -156,13 +173,8 @@ std::optional<std::vector<int>>
 planProducedOperands(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
                      const PipelinePlan &plan,
                      const std::map<int, analysis::FragmentLayout> &fragments) {
-  std::set<int> ring;
-  for (const tile::Stmt *c : plan.copies)
-    ring.insert(std::get<tile::Copy>(c->op).dst.buffer->id);
-  std::vector<const tile::Stmt *> body;
-  for (const tile::Stmt &st : f.body)
-    if (std::find(plan.copies.begin(), plan.copies.end(), &st) == plan.copies.end())
-      body.push_back(&st);
+  const std::set<int> ring = ringBuffers(plan);
+  const std::vector<const tile::Stmt *> body = nonCopyStatements(f, plan);
   if (body.size() < 2)
     return std::nullopt;
   auto *g = std::get_if<tile::Gemm>(&body.back()->op);
@@ -216,13 +228,8 @@ planOverlap(const tile::For &f, const PipelinePlan &plan,
             const std::map<int, analysis::FragmentLayout> &fragments) {
   if (!plan.warpSpecialized || plan.gemmInFlight || plan.itersPerSlot != 1 || plan.stages < 2)
     return std::nullopt;
-  std::set<int> ring;
-  for (const tile::Stmt *c : plan.copies)
-    ring.insert(std::get<tile::Copy>(c->op).dst.buffer->id);
-  std::vector<const tile::Stmt *> body;
-  for (const tile::Stmt &st : f.body)
-    if (std::find(plan.copies.begin(), plan.copies.end(), &st) == plan.copies.end())
-      body.push_back(&st);
+  const std::set<int> ring = ringBuffers(plan);
+  const std::vector<const tile::Stmt *> body = nonCopyStatements(f, plan);
   if (body.size() < 2)
     return std::nullopt;
   auto *last = std::get_if<tile::Gemm>(&body.back()->op);
@@ -347,9 +354,7 @@ int tileGroupsFor(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f
   if (!plan.gemmInFlight || !plan.consumerPrologue.empty() || plan.reusesBuffers ||
       !k.threadIndices.empty() || (kGroups + 1) * kProducerThreads > t.maxThreadsPerBlock)
     return 1;
-  std::set<int> ring;
-  for (const tile::Stmt *c : plan.copies)
-    ring.insert(std::get<tile::Copy>(c->op).dst.buffer->id);
+  const std::set<int> ring = ringBuffers(plan);
   for (const tile::BufferPtr &b : k.buffers)
     if (b->scope == tile::Scope::Shared && !ring.count(b->id))
       return 1;
@@ -413,9 +418,8 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
   // registers (run in every thread) and copies from global memory into shared buffers the loop
   // does not fill (run by the consumers before their loop, so after the bindings: none of those
   // may rebind what such a copy reads).
-  std::set<int> ring, readByConsumers;
-  for (const tile::Stmt *c : plan.copies)
-    ring.insert(std::get<tile::Copy>(c->op).dst.buffer->id);
+  const std::set<int> ring = ringBuffers(plan);
+  std::set<int> readByConsumers;
   std::vector<const tile::Stmt *> consumerPrologue;
   bool found = false;
   for (const tile::Stmt &st : k.body) {

@@ -328,6 +328,22 @@ inline std::vector<double> rmsnormSiluReference(const std::vector<uint16_t> &x,
   return ref;
 }
 
+/// The widths the two-pass RMSNorm+SiLU tests run (issue 9's 160, 320 and 640, and 40 and 1000,
+/// whose last chunk is partly outside), each with fresh float16 weights on the device:
+/// `check(C, W, reference)` checks one width and returns its failures.
+template <class Check> int rmsnormSiluWidths(std::mt19937 &rng, float eps, Check check) {
+  int failures = 0;
+  for (int64_t C : {int64_t{40}, int64_t{160}, int64_t{320}, int64_t{640}, int64_t{1000}}) {
+    std::vector<uint16_t> w = randomHalves(static_cast<size_t>(C), rng);
+    DeviceBuffer dw = upload(w);
+    auto reference = [&](const std::vector<uint16_t> &x, int64_t M) {
+      return rmsnormSiluReference(x, w, M, C, eps);
+    };
+    failures += check(C, static_cast<CUdeviceptr>(dw), reference);
+  }
+  return failures;
+}
+
 /// Appends the time and the arithmetic rate of `flop` operations in `ms` to a result line.
 inline void printTflops(double ms, double flop) {
   std::printf("  %.3f ms  %.1f TFLOP/s", ms, flop / ms / 1e9);

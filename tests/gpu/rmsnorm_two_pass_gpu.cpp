@@ -19,16 +19,10 @@ int main() {
   init();
   const float eps = 1e-6f;
   std::mt19937 rng = freshRng();
-  int failures = 0;
-  for (int64_t C : {int64_t{40}, int64_t{160}, int64_t{320}, int64_t{640}, int64_t{1000}}) {
-    std::vector<uint16_t> w = randomHalves(static_cast<size_t>(C), rng);
-    DeviceBuffer dw = upload(w);
-    auto reference = [&](const std::vector<uint16_t> &x, int64_t M) {
-      return rmsnormSiluReference(x, w, M, C, eps);
-    };
+  int failures = rmsnormSiluWidths(rng, eps, [&](int64_t C, CUdeviceptr w, auto reference) {
     auto check = [&](const char *name, auto kernel) {
       auto launch = [&](CUdeviceptr x, CUdeviceptr y, int64_t M) {
-        return kernel(nullptr, x, static_cast<CUdeviceptr>(dw), y, eps, M, C);
+        return kernel(nullptr, x, w, y, eps, M, C);
       };
       // The bandwidth rows only for the widths the issue names; the others check correctness.
       if (C == 160 || C == 320 || C == 640)
@@ -37,18 +31,19 @@ int main() {
       return halfRowsTable(name, "sm_90a", "C", C, 1.f, rng,
                            {int64_t{1}, int64_t{33}, int64_t{1003}}, launch, reference);
     };
-    failures += check("rmsnorm_two_pass",
-                      [](auto... a) { return tile::rmsnorm_two_pass::rmsnorm_two_pass(a...); });
-    failures += check("rmsnorm_two_pass_64x80",
-                      [](auto... a) { return tile::rms_c80::rmsnorm_two_pass(a...); });
-    failures += check("rmsnorm_two_pass_64x160",
-                      [](auto... a) { return tile::rms_c160::rmsnorm_two_pass(a...); });
+    int f = check("rmsnorm_two_pass",
+                  [](auto... a) { return tile::rmsnorm_two_pass::rmsnorm_two_pass(a...); });
+    f += check("rmsnorm_two_pass_64x80",
+               [](auto... a) { return tile::rms_c80::rmsnorm_two_pass(a...); });
+    f += check("rmsnorm_two_pass_64x160",
+               [](auto... a) { return tile::rms_c160::rmsnorm_two_pass(a...); });
     // The second pass in order (reverse_second_pass=False).
-    failures += check("rmsnorm_two_pass_fwd",
-                      [](auto... a) { return tile::rms_fwd::rmsnorm_two_pass(a...); });
+    f += check("rmsnorm_two_pass_fwd",
+               [](auto... a) { return tile::rms_fwd::rmsnorm_two_pass(a...); });
     // The first pass's rows summed across threads in every iteration (sum_after_loop=False).
-    failures += check("rmsnorm_two_pass_rowsum",
-                      [](auto... a) { return tile::rms_rowsum::rmsnorm_two_pass(a...); });
-  }
+    f += check("rmsnorm_two_pass_rowsum",
+               [](auto... a) { return tile::rms_rowsum::rmsnorm_two_pass(a...); });
+    return f;
+  });
   return verdict("rmsnorm_two_pass", failures);
 }

@@ -13,25 +13,17 @@ int main() {
   init();
   const float eps = 1e-6f;
   std::mt19937 rng = freshRng();
-  int failures = 0;
-  for (int64_t C : {int64_t{40}, int64_t{160}, int64_t{320}, int64_t{640}, int64_t{1000}}) {
-    std::vector<uint16_t> w = randomHalves(static_cast<size_t>(C), rng);
-    DeviceBuffer dw = upload(w);
-    auto reference = [&](const std::vector<uint16_t> &x, int64_t M) {
-      return rmsnormSiluReference(x, w, M, C, eps);
-    };
+  int failures = rmsnormSiluWidths(rng, eps, [&](int64_t C, CUdeviceptr w, auto reference) {
     auto launch = [&](CUdeviceptr x, CUdeviceptr y, int64_t M) {
-      return tile::rmsnorm_two_pass::rmsnorm_two_pass(nullptr, x, static_cast<CUdeviceptr>(dw), y,
-                                                      eps, M, C);
+      return tile::rmsnorm_two_pass::rmsnorm_two_pass(nullptr, x, w, y, eps, M, C);
     };
     std::printf("C=%lld: variant %d at M=302400\n", static_cast<long long>(C),
                 tile::rmsnorm_two_pass::rmsnorm_two_pass_variant(302400, C));
     if (C == 160 || C == 320 || C == 640)
-      failures += halfRowsTable("rmsnorm_two_pass (tuned header)", "sm_90a", "C", C, 1.f, rng,
-                                {int64_t{1}, int64_t{1003}, int64_t{302400}}, launch, reference);
-    else
-      failures += halfRowsTable("rmsnorm_two_pass (tuned header)", "sm_90a", "C", C, 1.f, rng,
-                                {int64_t{1}, int64_t{33}, int64_t{1003}}, launch, reference);
-  }
+      return halfRowsTable("rmsnorm_two_pass (tuned header)", "sm_90a", "C", C, 1.f, rng,
+                           {int64_t{1}, int64_t{1003}, int64_t{302400}}, launch, reference);
+    return halfRowsTable("rmsnorm_two_pass (tuned header)", "sm_90a", "C", C, 1.f, rng,
+                         {int64_t{1}, int64_t{33}, int64_t{1003}}, launch, reference);
+  });
   return verdict("rmsnorm_two_pass_tuned", failures);
 }
