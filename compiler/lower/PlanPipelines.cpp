@@ -162,13 +162,32 @@ std::vector<const tile::Stmt *> nonCopyStatements(const tile::For &f, const Pipe
   return body;
 }
 
+/// Whether `st` writes what it writes in every iteration of the loop it is in: a copy or fill
+/// of a whole region, or a Parallel loop with no branch and no other loop inside. A write that a
+/// branch or a loop of run-time extent may skip would leave the other version of a produced
+/// operand stale.
+bool writesUnconditionally(const tile::Stmt &st) {
+  if (auto *c = std::get_if<tile::Copy>(&st.op))
+    return c->dst.whole();
+  if (auto *fl = std::get_if<tile::Fill>(&st.op))
+    return fl->dst.whole();
+  auto *f = std::get_if<tile::For>(&st.op);
+  if (!f || f->kind != tile::LoopKind::Parallel)
+    return false;
+  return std::all_of(f->body.begin(), f->body.end(), [](const tile::Stmt &inner) {
+    return std::holds_alternative<tile::Let>(inner.op) ||
+           std::holds_alternative<tile::Store>(inner.op);
+  });
+}
+
 /// PipelinePlan::producedOperands for warp-specialized loop `s` (body `f`) whose one gemm is
 /// not alone in the body: the gemm comes last (after the copies it may be interleaved with),
 /// runs on wgmma accumulating into its fragment, and reads both operands from shared memory;
-/// the statements before it touch neither that fragment nor any shared buffer but ring slots
-/// (read) and the gemm's operands that are not ring slots (written: the produced ones), which
-/// no statement outside the loop refers to. Registers they write are their own, never the
-/// in-flight group's. Empty optional: the gemm cannot stay in flight.
+/// the statements before it touch neither that fragment nor any memory but registers, ring slots
+/// (read) and the gemm's operands that are not ring slots (written, each in every iteration
+/// (writesUnconditionally): the produced ones), which no statement outside the loop refers to.
+/// Registers they write are their own, never the in-flight group's. Empty optional: the gemm cannot
+/// stay in flight.
 std::optional<std::vector<int>>
 planProducedOperands(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
                      const PipelinePlan &plan,
@@ -202,6 +221,8 @@ planProducedOperands(const tile::Kernel &k, const tile::Stmt &s, const tile::For
       if (scope == tile::Scope::Shared && !written && ring.count(id))
         continue;
       if (scope == tile::Scope::Shared && operands.count(id) && !ring.count(id)) {
+        if (written && !writesUnconditionally(*body[i]))
+          return std::nullopt;
         if (written)
           produced.insert(id);
         continue;
