@@ -349,6 +349,15 @@ public:
         return false;
       }
     }
+    // A fragment A of a wgmma gemm that nothing else fixes takes the layout wgmma reads A
+    // from registers in, so whatever writes it (a dequantizing Parallel loop) writes the
+    // instruction's registers; it is a preference: a fragment another constraint fixed goes
+    // through shared memory instead, as before.
+    for (const auto &[buf, l] : wgmmaOperandsA_) {
+      int root = groups_.find(buf->id);
+      if (!facts_[root].replicated && !byGroup.count(root))
+        byGroup.emplace(root, l);
+    }
     for (const auto &[id, buf] : byId_) {
       int root = groups_.find(id);
       GroupFacts &f = facts_[root];
@@ -546,6 +555,20 @@ private:
                             wg ? "wgmma" : "mma.sync");
     l.fixedAt = loc;
     strict_.push_back({c, l});
+    // A in registers on wgmma: each warpgroup holds the rows of A it multiplies (a split along
+    // M only), laid out as the accumulator of an m64nKk16 wgmma (the cookbook's accumulator ->
+    // A operand identity).
+    const tile::BufferPtr &a = g.a.buffer;
+    if (wg && l.warpsN == 1 && a->scope == tile::Scope::Fragment && a->shape.size() == 2 &&
+        !g.transA && dtypeBits(a->dtype) == 16) {
+      FragmentLayout la = l;
+      la.shape = constShape(a->shape);
+      if (la.shape[0] == shape[0] && la.shape[1] % 16 == 0) {
+        la.fixedBy = fmt::format("gemm at line {} (A operand '{}', wgmma from registers)", loc.line,
+                                 a->name);
+        wgmmaOperandsA_.push_back({a, la});
+      }
+    }
     // B in registers (mma.sync only: wgmma reads B from shared memory, so planWgmma declined):
     // each warp holds the B fragments of its accumulator columns.
     const tile::BufferPtr &b = g.b.buffer;
@@ -614,6 +637,7 @@ private:
   };
   std::vector<ReduceInfo> reduces_;
   std::vector<std::pair<tile::BufferPtr, FragmentLayout>> strict_;
+  std::vector<std::pair<tile::BufferPtr, FragmentLayout>> wgmmaOperandsA_;
   std::vector<std::pair<SourceLoc, std::string>> gemmErrors_;
 };
 
