@@ -67,6 +67,8 @@ build)
     -D block_M=128 -D block_N=128 -D threads=256 --emit cubin,ptx,header,layout
   "$tilec" compile "$w4" -o "$gpu/gen/w4_sm80" --namespace tile::w4::sm80 --arch sm_80 --embed ptx \
     --emit cubin,ptx,header,layout
+  "$tilec" compile "$root/samples/dequant_gemm_w4a16_large.tile" -o "$gpu/gen" \
+    --emit cubin,ptx,header,layout
   for sample in vector_add softmax rmsnorm_silu warp_reduce; do
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen" --emit cubin,ptx,header,layout
   done

@@ -1,13 +1,15 @@
 // samples/dequant_gemm_w4a16.tile: C = A dequant(B)^T with int4 weights and per-group float16
 // scales, in its decode configuration (block_M=16, mma.sync), its large-M configuration
 // (128 x 128, wgmma), through the sm_80 path (embedded PTX), and dequantized into B-operand
-// registers (tests/gpu/kernels/w4a16_breg.tile). The reference dequantizes as
+// registers (tests/gpu/kernels/w4a16_breg.tile), and the large-M sample whose weights are wgmma's
+// A operand in registers (samples/dequant_gemm_w4a16_large.tile). The reference dequantizes as
 // the kernel and PyTorch do (each weight rounded to float16, then a float64 matmul). Fresh random
 // inputs each run, a poisoned output with slack behind it, ragged M and N, and a single row.
 #include "gpu_common.h"
 #include "w4_large/dequant_gemm_w4a16.h"
 #include "w4_sm80/dequant_gemm_w4a16.h"
 #include "w4_small/dequant_gemm_w4a16.h"
+#include "dequant_gemm_w4a16_large.h"
 #include "w4a16_breg.h"
 
 #include <cmath>
@@ -82,6 +84,7 @@ int main() {
   CK(tile::w4::large::load());
   CK(tile::w4::sm80::load());
   CK(tile::w4a16_breg::load());
+  CK(tile::dequant_gemm_w4a16_large::load());
   std::mt19937 rng = freshRng();
   int failures = 0;
   struct Shape {
@@ -94,6 +97,7 @@ int main() {
     failures += check("large", &tile::w4::large::w4a16, p);
     failures += check("sm_80", &tile::w4::sm80::w4a16, p);
     failures += check("breg", &tile::w4a16_breg::w4a16, p);
+    failures += check("areg", &tile::dequant_gemm_w4a16_large::w4a16, p);
   }
   return verdict("dequant_gemm", failures);
 }
