@@ -5,6 +5,7 @@
 #include <llvm/IR/PatternMatch.h>
 #include <llvm/Transforms/Utils/Local.h>
 
+#include <optional>
 #include <vector>
 
 namespace tilec::codegen {
@@ -26,6 +27,52 @@ llvm::Value *nibblePairSource(llvm::Value *v) {
   return a;
 }
 
+/// A pair `{trunc(w) >> s, trunc(w >> (s + 16))}` of i16s from one i32 `w` (s < 16; `trunc(w)`
+/// alone for s = 0).
+struct WordFields {
+  llvm::Value *word = nullptr;
+  uint64_t shift = 0;
+};
+std::optional<WordFields> wordFieldPair(llvm::Value *v) {
+  llvm::Value *inner = nullptr, *lo = nullptr, *hi = nullptr;
+  if (!match(v, m_InsertElt(m_Value(inner), m_Value(hi), m_SpecificInt(1))) ||
+      !match(inner, m_InsertElt(m_Value(), m_Value(lo), m_SpecificInt(0))))
+    return std::nullopt;
+  llvm::Value *w = nullptr, *w2 = nullptr;
+  uint64_t s = 0, s2 = 0;
+  if (!match(lo, m_LShr(m_Trunc(m_Value(w)), m_ConstantInt(s))) && !match(lo, m_Trunc(m_Value(w))))
+    return std::nullopt;
+  if (!match(hi, m_Trunc(m_LShr(m_Value(w2), m_ConstantInt(s2)))) || w != w2 ||
+      !w->getType()->isIntegerTy(32) || !lo->getType()->isIntegerTy(16) || s >= 16 || s2 != s + 16)
+    return std::nullopt;
+  return WordFields{w, s};
+}
+
+/// Rewrites the word-field pairs of `f` (PackNibblePairsPass); whether any changed.
+bool packWordFieldPairs(llvm::Function &f) {
+  std::vector<std::pair<llvm::InsertElementInst *, WordFields>> found;
+  for (llvm::BasicBlock &bb : f)
+    for (llvm::Instruction &i : bb) {
+      auto *pair = llvm::dyn_cast<llvm::InsertElementInst>(&i);
+      auto *t = pair ? llvm::dyn_cast<llvm::FixedVectorType>(pair->getType()) : nullptr;
+      if (!t || t->getNumElements() != 2 || !t->getElementType()->isIntegerTy(16))
+        continue;
+      if (auto fields = wordFieldPair(pair))
+        found.push_back({pair, *fields});
+    }
+  for (auto &[pair, fields] : found) {
+    llvm::IRBuilder<> b(pair);
+    // Lane 0 is bits s..15 of w and lane 1 bits s+16..31: the 16 - s low bits of each half of
+    // w >> s.
+    uint32_t keep = (uint32_t{1} << (16 - fields.shift)) - 1;
+    llvm::Value *both =
+        b.CreateAnd(b.CreateLShr(fields.word, fields.shift), b.getInt32(keep * 0x10001u));
+    pair->replaceAllUsesWith(b.CreateBitCast(both, pair->getType()));
+    llvm::RecursivelyDeleteTriviallyDeadInstructions(pair);
+  }
+  return !found.empty();
+}
+
 } // namespace
 
 llvm::PreservedAnalyses PackNibblePairsPass::run(llvm::Function &f,
@@ -40,7 +87,8 @@ llvm::PreservedAnalyses PackNibblePairsPass::run(llvm::Function &f,
             nibblePairSource(z->getOperand(0)))
           pairs.push_back(z);
       }
-  if (pairs.empty())
+  bool words = packWordFieldPairs(f);
+  if (pairs.empty() && !words)
     return llvm::PreservedAnalyses::all();
   for (llvm::ZExtInst *z : pairs) {
     llvm::IRBuilder<> b(z);
