@@ -27,6 +27,7 @@ KINDS = {
     # int4 weights: the peers are the float16 GEMM of the same shape (weights stored N x K).
     "w4a16": ("fp16", "nt"),
     "w4a16_splitk": ("fp16", "nt"),
+    "w4a16_words": ("fp16", "nt"),
 }
 
 

@@ -118,13 +118,16 @@ constexpr const char *kKind = "w4a16";
 #elif defined(BENCH_KIND_w4a16_splitk) // the same, by a kernel that adds into C (split K)
 using Kind = KindInfo<F16, F16, 'n', 't', Epilogue::None>;
 constexpr const char *kKind = "w4a16_splitk";
+#elif defined(BENCH_KIND_w4a16_words)  // the same weights packed as Marlin packs them (w4Words)
+using Kind = KindInfo<F16, F16, 'n', 't', Epilogue::None>;
+constexpr const char *kKind = "w4a16_words";
 #elif defined(BENCH_KIND_fp8_nt)       // C = A B^T, float8 e4m3 in, bfloat16 out
 using Kind = KindInfo<F8E4M3, BF16, 'n', 't', Epilogue::None>;
 constexpr const char *kKind = "fp8_nt";
 #else
 #error "define one BENCH_KIND_<kind> (see tests/bench/gemm-cases.txt)"
 #endif
-#if defined(BENCH_KIND_w4a16) || defined(BENCH_KIND_w4a16_splitk)
+#if defined(BENCH_KIND_w4a16) || defined(BENCH_KIND_w4a16_splitk) || defined(BENCH_KIND_w4a16_words)
 constexpr bool kW4A16 = true;
 #else
 constexpr bool kW4A16 = false;
@@ -144,7 +147,7 @@ CUresult launch(const Operands &o, const Shape &s) {
   return BENCH_LAUNCH(nullptr, o.a, o.b, o.bias, o.c, s.M, s.K, s.N);
 #elif defined(BENCH_KIND_tn_scale)
   return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, o.alpha, s.K, s.M, s.N);
-#elif defined(BENCH_KIND_w4a16)
+#elif defined(BENCH_KIND_w4a16) || defined(BENCH_KIND_w4a16_words)
   return BENCH_LAUNCH(nullptr, o.a, o.b, o.scales, o.c, s.M, s.K, s.N);
 #elif defined(BENCH_KIND_w4a16_splitk)
   // The kernel adds its partial products into C: zeroing C is part of every timed launch.
@@ -182,6 +185,26 @@ float w4Weight(const Host &h, const Shape &s, int64_t n, int64_t k) {
   int q = (h.packed[n * (s.K / 2) + k / 2] >> (4 * (k % 2))) & 15;
   q = q >= 8 ? q - 16 : q;
   return fromHalf(toHalf(static_cast<float>(q) * fromHalf(h.scales[(k / kGroup) * s.N + n])));
+}
+
+/// The weights as the kernel reads them: the bytes themselves, or for w4a16_words the same int4
+/// values repacked into 32-bit words (tests/gpu/kernels/w4a16_words.tile says how).
+std::vector<uint8_t> w4DeviceWeights(const Host &h, const Shape &s) {
+#if defined(BENCH_KIND_w4a16_words)
+  std::vector<uint8_t> out(h.packed.size(), 0);
+  for (int64_t n = 0; n < s.N; ++n)
+    for (int64_t k = 0; k < s.K; ++k) {
+      uint32_t q = (h.packed[n * (s.K / 2) + k / 2] >> (4 * (k % 2))) & 15;
+      int64_t word = k / 64 * 8 + k % 8 / 2 * 2 + k % 64 / 32;
+      int64_t pos = k % 32 / 16 * 2 + k % 16 / 8 + k % 2 * 4;
+      int64_t byte = (n * (s.K / 8) + word) * 4 + pos / 2; // little-endian words
+      out[byte] |= static_cast<uint8_t>(q << (4 * (pos % 2)));
+    }
+  return out;
+#else
+  (void)s;
+  return h.packed;
+#endif
 }
 
 double reference(const Host &h, const Shape &s, int64_t i, int64_t j) {
@@ -285,7 +308,8 @@ int main(int argc, char **argv) {
   if (kEpilogue == Epilogue::BiasGelu)
     h.bias = randomUniform<Out>(static_cast<size_t>(s.N), opt.seed, 3);
   const size_t outCount = static_cast<size_t>(s.M * s.N), outBytes = outCount * sizeof(Out::Bits);
-  DeviceBuffer da = upload(h.a), db = kW4A16 ? upload(h.packed) : upload(h.b),
+  const std::vector<uint8_t> weights = kW4A16 ? w4DeviceWeights(h, s) : std::vector<uint8_t>{};
+  DeviceBuffer da = upload(h.a), db = kW4A16 ? upload(weights) : upload(h.b),
                dc = poisoned(outBytes + kSlackBytes);
   DeviceBuffer dscales(std::max<size_t>(h.scales.size(), 1) * 2);
   if (!h.scales.empty())
@@ -372,7 +396,7 @@ int main(int argc, char **argv) {
     const size_t bytes = h.packed.size() + h.scales.size() * 2;
     const size_t n = std::min<size_t>(64, (150u << 20) / std::max<size_t>(bytes, 1) + 1);
     for (size_t c = 1; c < n; ++c) {
-      copiesB.push_back(upload(h.packed));
+      copiesB.push_back(upload(weights));
       copiesS.push_back(upload(h.scales));
       Operands o = ops;
       o.b = copiesB.back();

@@ -2,16 +2,19 @@
 // scales, in its decode configuration (block_M=16, mma.sync), its large-M configuration
 // (128 x 128, wgmma), through the sm_80 path (embedded PTX), and dequantized into B-operand
 // registers (tests/gpu/kernels/w4a16_breg.tile), and the large-M sample whose weights are wgmma's
-// A operand in registers (samples/dequant_gemm_w4a16_large.tile). The reference dequantizes as
+// A operand in registers (samples/dequant_gemm_w4a16_large.tile), also at decode shapes with the
+// weights repacked into words (tests/gpu/kernels/w4a16_words.tile). The reference dequantizes as
 // the kernel and PyTorch do (each weight rounded to float16, then a float64 matmul). Fresh random
 // inputs each run, a poisoned output with slack behind it, ragged M and N, and a single row.
+#include "dequant_gemm_w4a16_large.h"
 #include "gpu_common.h"
 #include "w4_large/dequant_gemm_w4a16.h"
 #include "w4_sm80/dequant_gemm_w4a16.h"
 #include "w4_small/dequant_gemm_w4a16.h"
-#include "dequant_gemm_w4a16_large.h"
 #include "w4a16_breg.h"
+#include "w4a16_words.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace gputest;
@@ -47,7 +50,26 @@ float weight(const Problem &p, int64_t n, int64_t k) {
   return fromHalf(toHalf(static_cast<float>(q) * fromHalf(p.scales[(k / kGroup) * p.N + n])));
 }
 
-template <class Launch> int check(const char *config, Launch launch, const Problem &p) {
+/// The weights repacked into 32-bit words N x K/8 as tests/gpu/kernels/w4a16_words.tile reads
+/// them (weight k of a run of 64 is nibble (k % 32) / 16 * 2 + (k % 16) / 8 + (k % 2) * 4 of
+/// word k / 64 * 8 + (k % 8) / 2 * 2 + (k % 64) / 32), as the same bytes.
+Problem repackedIntoWords(const Problem &p) {
+  Problem w = p;
+  std::fill(w.packed.begin(), w.packed.end(), uint8_t{0});
+  for (int64_t n = 0; n < p.N; ++n)
+    for (int64_t k = 0; k < p.K; ++k) {
+      unsigned q = (p.packed[n * (p.K / 2) + k / 2] >> (4 * (k % 2))) & 15u;
+      int64_t word = k / 64 * 8 + k % 8 / 2 * 2 + k % 64 / 32;
+      int64_t pos = k % 32 / 16 * 2 + k % 16 / 8 + k % 2 * 4;
+      w.packed[(n * (p.K / 8) + word) * 4 + pos / 2] |= static_cast<uint8_t>(q << (4 * (pos % 2)));
+    }
+  return w;
+}
+
+/// `config`'s launch on `device` (the weights as the kernel reads them), checked against the
+/// reference of `p`.
+template <class Launch>
+int check(const char *config, Launch launch, const Problem &p, const Problem &device) {
   std::vector<float> w(p.N * p.K);
   for (int64_t n = 0; n < p.N; ++n)
     for (int64_t k = 0; k < p.K; ++k)
@@ -61,7 +83,7 @@ template <class Launch> int check(const char *config, Launch launch, const Probl
       ref[i * p.N + n] = acc;
     }
   const size_t outBytes = p.M * p.N * 2;
-  DeviceBuffer da = upload(p.a), db = upload(p.packed), ds = upload(p.scales);
+  DeviceBuffer da = upload(device.a), db = upload(device.packed), ds = upload(device.scales);
   DeviceBuffer dc = poisoned(outBytes + kSlackBytes);
   CK(launch(nullptr, da, db, ds, dc, p.M, p.K, p.N));
   CK(cuCtxSynchronize());
@@ -76,6 +98,10 @@ template <class Launch> int check(const char *config, Launch launch, const Probl
   return ok ? 0 : 1;
 }
 
+template <class Launch> int check(const char *config, Launch launch, const Problem &p) {
+  return check(config, launch, p, p);
+}
+
 } // namespace
 
 int main() {
@@ -85,6 +111,7 @@ int main() {
   CK(tile::w4::sm80::load());
   CK(tile::w4a16_breg::load());
   CK(tile::dequant_gemm_w4a16_large::load());
+  CK(tile::w4a16_words::load());
   std::mt19937 rng = freshRng();
   int failures = 0;
   struct Shape {
@@ -98,6 +125,8 @@ int main() {
     failures += check("sm_80", &tile::w4::sm80::w4a16, p);
     failures += check("breg", &tile::w4a16_breg::w4a16, p);
     failures += check("areg", &tile::dequant_gemm_w4a16_large::w4a16, p);
+    if (s.K % 64 == 0)
+      failures += check("words", &tile::w4a16_words::w4a16, p, repackedIntoWords(p));
   }
   return verdict("dequant_gemm", failures);
 }
