@@ -12,13 +12,8 @@ out=${OUT:-/tmp/attention-ab}
 mkdir -p "$out"
 exec > >(tee "$out/attention-ab.txt") 2>&1
 conformance=${CONFORMANCE:-$root/samples}
-work=$(mktemp -d)
-for which in before tilec; do
-  mkdir -p "$work/$which"
-  archive=$root/.portable/$which.tar.xz
-  [ "$which" = before ] && archive=${BEFORE:-$archive}
-  tar -C "$work/$which" -xJf "$archive"
-done
+# shellcheck source=scripts/ab-tilecs.sh
+source "$root/scripts/ab-tilecs.sh"
 for round in 1 2; do
   for which in before tilec; do
     tilec=$work/$which/tilec/bin/tilec
