@@ -3,7 +3,8 @@
 # QGMMA for float8 operands) in the SASS, no spills and no wgmma serialization warning from ptxas.
 #
 #   scripts/sass-check.sh build   here (ptxas, no GPU needed): the eight conformance programs as
-#                                 written and the tuned GEMM configurations of the benchmark,
+#                                 written, the tuned GEMM configurations of the benchmark and
+#                                 the W4A16 kernels of issue 12,
 #                                 compiled to PTX and assembled by ptxas -v into .sass-check/
 #   scripts/sass-check.sh run     on the GPU machine (cuobjdump), with .sass-check/ carried:
 #                                 per cubin, the counts of UTMALDG, HGMMA, QGMMA, local-memory accesses
@@ -41,6 +42,10 @@ build)
   one gemm_nt_128x256x64_s4_t256 "$sweep/gemm_nt.tile" -D block_N=256 -D num_stages=4 -D threads=256
   one gemm_fp8_128x256x128_s4_t256 "$sweep/gemm_fp8.tile" -D block_N=256 -D num_stages=4 \
     -D threads=256
+  # Issue 12's W4A16 kernels: the large-M sample (weights as wgmma's A operand in registers)
+  # and the decode kernel on repacked words, in the configuration the benchmark timed.
+  one dequant_gemm_w4a16_large "$root/samples/dequant_gemm_w4a16_large.tile"
+  one w4a16_words_s4 "$root/tests/gpu/kernels/w4a16_words.tile" -D num_stages=4
   git -C "$root" rev-parse --short HEAD >"$dir/COMMIT" 2>/dev/null || true
   ls "$dir"/*.cubin | wc -l
   ;;
