@@ -118,10 +118,11 @@ constexpr const char *kKind = "w4a16";
 #elif defined(BENCH_KIND_w4a16_splitk) // the same, by a kernel that adds into C (split K)
 using Kind = KindInfo<F16, F16, 'n', 't', Epilogue::None>;
 constexpr const char *kKind = "w4a16_splitk";
-#elif defined(BENCH_KIND_w4a16_words)  // the same weights packed as Marlin packs them (w4Words)
+#elif defined(                                                                                     \
+    BENCH_KIND_w4a16_words)      // the same weights packed as Marlin packs them (w4DeviceWeights)
 using Kind = KindInfo<F16, F16, 'n', 't', Epilogue::None>;
 constexpr const char *kKind = "w4a16_words";
-#elif defined(BENCH_KIND_fp8_nt)       // C = A B^T, float8 e4m3 in, bfloat16 out
+#elif defined(BENCH_KIND_fp8_nt) // C = A B^T, float8 e4m3 in, bfloat16 out
 using Kind = KindInfo<F8E4M3, BF16, 'n', 't', Epilogue::None>;
 constexpr const char *kKind = "fp8_nt";
 #else
@@ -188,19 +189,10 @@ float w4Weight(const Host &h, const Shape &s, int64_t n, int64_t k) {
 }
 
 /// The weights as the kernel reads them: the bytes themselves, or for w4a16_words the same int4
-/// values repacked into 32-bit words (tests/gpu/kernels/w4a16_words.tile says how).
+/// values repacked into 32-bit words (gputest::repackInt4IntoWords).
 std::vector<uint8_t> w4DeviceWeights(const Host &h, const Shape &s) {
 #if defined(BENCH_KIND_w4a16_words)
-  std::vector<uint8_t> out(h.packed.size(), 0);
-  for (int64_t n = 0; n < s.N; ++n)
-    for (int64_t k = 0; k < s.K; ++k) {
-      uint32_t q = (h.packed[n * (s.K / 2) + k / 2] >> (4 * (k % 2))) & 15;
-      int64_t word = k / 64 * 8 + k % 8 / 2 * 2 + k % 64 / 32;
-      int64_t pos = k % 32 / 16 * 2 + k % 16 / 8 + k % 2 * 4;
-      int64_t byte = (n * (s.K / 8) + word) * 4 + pos / 2; // little-endian words
-      out[byte] |= static_cast<uint8_t>(q << (4 * (pos % 2)));
-    }
-  return out;
+  return repackInt4IntoWords(h.packed, s.N, s.K);
 #else
   (void)s;
   return h.packed;

@@ -14,7 +14,6 @@
 #include "w4a16_breg.h"
 #include "w4a16_words.h"
 
-#include <algorithm>
 #include <cmath>
 
 using namespace gputest;
@@ -50,19 +49,10 @@ float weight(const Problem &p, int64_t n, int64_t k) {
   return fromHalf(toHalf(static_cast<float>(q) * fromHalf(p.scales[(k / kGroup) * p.N + n])));
 }
 
-/// The weights repacked into 32-bit words N x K/8 as tests/gpu/kernels/w4a16_words.tile reads
-/// them (weight k of a run of 64 is nibble (k % 32) / 16 * 2 + (k % 16) / 8 + (k % 2) * 4 of
-/// word k / 64 * 8 + (k % 8) / 2 * 2 + (k % 64) / 32), as the same bytes.
+/// `p` with its weights repacked into words (repackInt4IntoWords), as w4a16_words reads them.
 Problem repackedIntoWords(const Problem &p) {
   Problem w = p;
-  std::fill(w.packed.begin(), w.packed.end(), uint8_t{0});
-  for (int64_t n = 0; n < p.N; ++n)
-    for (int64_t k = 0; k < p.K; ++k) {
-      unsigned q = (p.packed[n * (p.K / 2) + k / 2] >> (4 * (k % 2))) & 15u;
-      int64_t word = k / 64 * 8 + k % 8 / 2 * 2 + k % 64 / 32;
-      int64_t pos = k % 32 / 16 * 2 + k % 16 / 8 + k % 2 * 4;
-      w.packed[(n * (p.K / 8) + word) * 4 + pos / 2] |= static_cast<uint8_t>(q << (4 * (pos % 2)));
-    }
+  w.packed = repackInt4IntoWords(p.packed, p.N, p.K);
   return w;
 }
 
@@ -125,8 +115,7 @@ int main() {
     failures += check("sm_80", &tile::w4::sm80::w4a16, p);
     failures += check("breg", &tile::w4a16_breg::w4a16, p);
     failures += check("areg", &tile::dequant_gemm_w4a16_large::w4a16, p);
-    if (s.K % 64 == 0)
-      failures += check("words", &tile::w4a16_words::w4a16, p, repackedIntoWords(p));
+    failures += check("words", &tile::w4a16_words::w4a16, p, repackedIntoWords(p));
   }
   return verdict("dequant_gemm", failures);
 }

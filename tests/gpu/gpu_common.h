@@ -328,6 +328,23 @@ inline std::vector<double> rmsnormSiluReference(const std::vector<uint16_t> &x,
   return ref;
 }
 
+/// Int4 weights packed N x K/2 (two per byte along K, the even k in the low nibble) repacked into
+/// 32-bit words N x K/8 as tests/gpu/kernels/w4a16_words.tile reads them, returned as the words'
+/// bytes: weight k of a run of 64 is nibble (k % 32) / 16 * 2 + (k % 16) / 8 + (k % 2) * 4 of
+/// word k / 64 * 8 + (k % 8) / 2 * 2 + (k % 64) / 32 (K a multiple of 64).
+inline std::vector<uint8_t> repackInt4IntoWords(const std::vector<uint8_t> &packed, int64_t N,
+                                                int64_t K) {
+  std::vector<uint8_t> out(packed.size(), 0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      unsigned q = (packed[n * (K / 2) + k / 2] >> (4 * (k % 2))) & 15u;
+      int64_t word = k / 64 * 8 + k % 8 / 2 * 2 + k % 64 / 32;
+      int64_t pos = k % 32 / 16 * 2 + k % 16 / 8 + k % 2 * 4;
+      out[(n * (K / 8) + word) * 4 + pos / 2] |= static_cast<uint8_t>(q << (4 * (pos % 2)));
+    }
+  return out;
+}
+
 /// The widths the two-pass RMSNorm+SiLU tests run (issue 9's 160, 320 and 640, and 40 and 1000,
 /// whose last chunk is partly outside), each with fresh float16 weights on the device:
 /// `check(C, W, reference)` checks one width and returns its failures.
