@@ -999,10 +999,13 @@ private:
     }
     text += fmt::format("wgmma.commit_group.sync.aligned;\n{}wgmma.wait_group.sync.aligned {};\n}}",
                         handOver, w.pending);
-    constraints += ",~{memory}";
+    // wgmma reads shared memory (through its descriptors) and writes only registers: a
+    // read-only call, so that stores stay on their side of it while loads of shared memory may
+    // still be shared across it (interleave-wgmma's steps read the same words and scales).
     auto *retTy = llvm::StructType::get(ctx_, outTys);
     auto *fnTy = llvm::FunctionType::get(retTy, inTys, false);
-    Value *r = b_.CreateCall(llvm::InlineAsm::get(fnTy, text, constraints, true), args);
+    auto *r = b_.CreateCall(llvm::InlineAsm::get(fnTy, text, constraints, true), args);
+    r->addFnAttr(llvm::Attribute::getWithMemoryEffects(ctx_, llvm::MemoryEffects::readOnly()));
     Value *out = llvm::PoisonValue::get(valueType(n.type));
     for (unsigned i = 0; i < S; ++i)
       out = b_.CreateInsertElement(out, b_.CreateExtractValue(r, i), uint64_t{i});

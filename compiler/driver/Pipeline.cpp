@@ -2,6 +2,7 @@
 
 #include "driver/Ptxas.h"
 #include "lower/Plan.h"
+#include "schedule/Schedule.h"
 #include "sema/Sema.h"
 #include "sync/Sync.h"
 #include "syntax/ASTPrinter.h"
@@ -118,6 +119,11 @@ bool runElideFences(Compilation &c) {
   return true;
 }
 
+bool runInterleaveWgmma(Compilation &c) {
+  schedule::interleaveWgmma(c.lowered->module);
+  return true;
+}
+
 bool runBuildLLVM(Compilation &c) {
   auto mod = codegen::emitModule(c.lowered->module, c.codegenOptions(), c.llvmContext);
   if (!mod) {
@@ -197,6 +203,9 @@ const std::vector<Pass> &compilePipeline() {
        runInsertBarriers, dumpThreadIR},
       {"elide-fences", "async-proxy fences that fence nothing or serve no one removed",
        runElideFences, dumpThreadIR},
+      {"interleave-wgmma",
+       "a register-A wgmma issued step by step as its operand registers are computed",
+       runInterleaveWgmma, dumpThreadIR},
       {"build-llvm", "thread IR -> LLVM IR (NVPTX)", runBuildLLVM, dumpLLVM},
       {"optimize-llvm", "LLVM's O3 pipeline", runOptimizeLLVM, dumpLLVM},
       {"emit-ptx", "LLVM IR -> PTX (NVPTX code generation)", runEmitPTX, dumpPTX},

@@ -1,0 +1,21 @@
+// Scheduling passes over thread IR: they reorder work that is already correct so that the
+// asynchronous units (the tensor cores behind wgmma) run beside the threads' own instructions.
+// They change no result: only when an instruction is issued and how long a wait may lag.
+#pragma once
+
+#include "threadir/ThreadIR.h"
+
+namespace tilec::schedule {
+
+/// interleave-wgmma: a wgmma whose A operand is in registers and whose registers the statements
+/// right before it compute (a dequantization or cast into the fragment) is split into one wgmma
+/// per instruction, each issued as soon as the statements computing its registers have run,
+/// leaving up to 7 groups in flight; the last waits for all, as the whole one did. The tensor
+/// cores then multiply one k-step while the threads compute the next one's operand, as
+/// CUTLASS's mixed-input mainloop does. Only wgmma of n >= 64 are split (each step costs a
+/// warpgroup-wide fence). Only straight-line assignments are moved, and only
+/// past statements they do not depend on; a wgmma that leaves groups pending or takes a
+/// ping-pong turn is left whole.
+void interleaveWgmma(thir::Module &m);
+
+} // namespace tilec::schedule
