@@ -33,6 +33,9 @@ constexpr int kMaxPendingGroups = 7;
 // narrow instruction multiplies too briefly to pay for it. On the H200 the W4A16 decode kernel
 // (m64n16k16 steps) ran 20% slower split (docs/results.md, 2026-12-04).
 constexpr int kMinSplitN = 64;
+// Instructions per step: two halve the fences, and on the H200 the W4A16 large-M sample ran
+// 2.8% faster with two than with one (attention level; docs/results.md, 2026-12-04).
+constexpr size_t kInstrsPerStep = 2;
 
 void collectVars(const Expr &e, std::set<int> &out, std::unordered_set<const Node *> &seen) {
   if (!e || !seen.insert(e.get()).second)
@@ -126,8 +129,8 @@ private:
     if (!decl)
       return std::nullopt;
     auto *w = std::get_if<thir::Wgmma>(&decl->init->op);
-    if (!w || !w->aInRegisters || w->instrs.size() < 2 || w->pending != 0 || w->turn.barrier >= 0 ||
-        w->n < kMinSplitN)
+    if (!w || !w->aInRegisters || w->instrs.size() <= kInstrsPerStep || w->pending != 0 ||
+        w->turn.barrier >= 0 || w->n < kMinSplitN)
       return std::nullopt;
 
     // The run of movable assignments right before the wgmma.
@@ -140,17 +143,17 @@ private:
       run.insert(run.begin(), std::move(*a));
       --first;
     }
-    // The instruction each assignment is first needed by, when that is not the first (none:
-    // it stays where it is, above the wgmma).
+    // The step (kInstrsPerStep instructions) each assignment is first needed by, when that is
+    // not the first (none: it stays where it is, above the wgmma).
     const size_t steps = w->instrs.size();
-    std::vector<std::set<int>> stepUses(steps);
+    std::vector<std::set<int>> instrUses(steps);
     for (size_t s = 0; s < steps; ++s) {
-      stepUses[s] = varsOf(w->instrs[s].a);
+      instrUses[s] = varsOf(w->instrs[s].a);
       auto d = varsOf(w->instrs[s].bDesc);
-      stepUses[s].insert(d.begin(), d.end());
+      instrUses[s].insert(d.begin(), d.end());
     }
     auto accUses = varsOf(w->acc);
-    stepUses[0].insert(accUses.begin(), accUses.end());
+    instrUses[0].insert(accUses.begin(), accUses.end());
     std::vector<std::optional<size_t>> target(run.size());
     bool late = false;
     // Only a variable's last assignment of the run moves: the earlier ones (its declaration)
@@ -160,11 +163,12 @@ private:
     for (size_t r = run.size(); r-- > 0;)
       lastOfVar[r] = assignedLater.insert(run[r].def).second;
     for (size_t r = 0; r < run.size(); ++r) {
-      if (!lastOfVar[r] || stepUses[0].count(run[r].def))
-        continue;
-      for (size_t s = 1; s < steps && !target[r]; ++s)
-        if (stepUses[s].count(run[r].def))
-          target[r] = s;
+      for (size_t s = 0; lastOfVar[r] && s < steps; ++s)
+        if (instrUses[s].count(run[r].def)) {
+          if (s / kInstrsPerStep > 0)
+            target[r] = s / kInstrsPerStep;
+          break;
+        }
       late = late || target[r];
     }
     if (!late)
@@ -177,11 +181,12 @@ private:
       for (size_t q = p + 1; q < run.size(); ++q)
         if (rank(q) < rank(p) && !independent(run[p], run[q]))
           return std::nullopt;
-    // A moved assignment must not write what an earlier step reads (the target is the first
-    // step that reads it, so only the accumulator and the descriptors could).
+    // A moved assignment must not write what an earlier step's instructions read (its step
+    // holds the first instruction that reads it, so only the accumulator and the descriptors
+    // could).
     for (size_t r = 0; r < run.size(); ++r)
-      for (size_t s = 0; target[r] && s < *target[r]; ++s)
-        if (stepUses[s].count(run[r].def))
+      for (size_t s = 0; target[r] && s < *target[r] * kInstrsPerStep; ++s)
+        if (instrUses[s].count(run[r].def))
           return std::nullopt;
 
     std::vector<Stmt> runStmts(std::make_move_iterator(b.begin() + long(first)),
@@ -190,16 +195,19 @@ private:
     for (size_t r = 0; r < run.size(); ++r)
       if (!target[r])
         out.push_back(std::move(runStmts[r]));
-    const int pending = std::min<int>(int(steps) - 1, kMaxPendingGroups);
+    const size_t groups = (steps + kInstrsPerStep - 1) / kInstrsPerStep;
+    const int pending = std::min<int>(int(groups) - 1, kMaxPendingGroups);
     const thir::Type accType = w->acc->type;
     Expr acc = w->acc;
-    for (size_t s = 0; s < steps; ++s) {
+    for (size_t s = 0; s * kInstrsPerStep < steps; ++s) {
       for (size_t r = 0; r < run.size(); ++r)
         if (target[r] == s)
           out.push_back(std::move(runStmts[r]));
-      const bool last = s + 1 == steps;
-      Expr step = thir::wgmma(acc, {w->instrs[s]}, w->n, w->inputType, w->aInRegisters, w->aMnMajor,
-                              w->bMnMajor, last ? 0 : pending, w->bInputType);
+      const size_t from = s * kInstrsPerStep, to = std::min(steps, from + kInstrsPerStep);
+      const bool last = to == steps;
+      Expr step = thir::wgmma(acc, {w->instrs.begin() + long(from), w->instrs.begin() + long(to)},
+                              w->n, w->inputType, w->aInRegisters, w->aMnMajor, w->bMnMajor,
+                              last ? 0 : pending, w->bInputType);
       const int id = last ? decl->id : nextVar_++;
       out.push_back(Stmt{thir::DeclVar{id, accType, step}});
       acc = thir::var(id, accType);

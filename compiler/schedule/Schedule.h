@@ -9,9 +9,9 @@ namespace tilec::schedule {
 
 /// interleave-wgmma: a wgmma whose A operand is in registers and whose registers the statements
 /// right before it compute (a dequantization or cast into the fragment) is split into one wgmma
-/// per instruction, each issued as soon as the statements computing its registers have run,
-/// leaving up to 7 groups in flight; the last waits for all, as the whole one did. The tensor
-/// cores then multiply one k-step while the threads compute the next one's operand, as
+/// per two instructions (a step), each issued as soon as the statements computing its registers
+/// have run, leaving up to 7 groups in flight; the last waits for all, as the whole one did. The
+/// tensor cores then multiply one k-step while the threads compute the next one's operand, as
 /// CUTLASS's mixed-input mainloop does. Only wgmma of n >= 64 are split (each step costs a
 /// warpgroup-wide fence). Only straight-line assignments are moved, and only
 /// past statements they do not depend on; a wgmma that leaves groups pending or takes a
