@@ -1,5 +1,6 @@
 #include "codegen/NVPTXCodegen.h"
 
+#include "codegen/FuseMaskLogic.h"
 #include "codegen/MathLowering.h"
 #include "codegen/PackNibblePairs.h"
 #include "threadir/TrailingZeros.h"
@@ -1467,6 +1468,7 @@ Result<bool> optimizeModule(llvm::Module &mod, const TargetOptions &opts) {
   pb.registerOptimizerLastEPCallback(
       [](llvm::ModulePassManager &mpm, llvm::OptimizationLevel, llvm::ThinOrFullLTOPhase) {
         mpm.addPass(llvm::createModuleToFunctionPassAdaptor(PackNibblePairsPass()));
+        mpm.addPass(llvm::createModuleToFunctionPassAdaptor(FuseMaskLogicPass()));
       });
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(mod, mam);

@@ -12,11 +12,12 @@ namespace tilec::codegen {
 /// Rewrites `zext <2 x i8> {b & 15, b >> 4} to <2 x i16>` as the bit cast of
 /// `(zext(b) * 0x1001) & 0x000F000F`: the low nibble lands in bits 0-3, the high one in bits
 /// 16-19, without splitting the byte and packing the halves again (an and, a shift and a byte
-/// permute on the GPU, against a multiply and a mask that ptxas merges with the next logic op).
+/// permute on the GPU, against a multiply and a mask that FuseMaskLogicPass merges with the next
+/// logic op).
 ///
 /// Also rewrites the pair `{trunc(w) >> s, trunc(w >> (s + 16))}` of i16s from one i32 `w` as
-/// the bit cast of `(w >> s) & (2^(16 - s) - 1) * 0x10001`: a shift and a mask (which ptxas merges
-/// with the next logic op) instead of two shifts, a conversion and a pack.
+/// the bit cast of `(w >> s) & (2^(16 - s) - 1) * 0x10001`: a shift and a mask (which
+/// FuseMaskLogicPass merges with the next logic op) instead of two shifts, a conversion and a pack.
 class PackNibblePairsPass : public llvm::PassInfoMixin<PackNibblePairsPass> {
 public:
   llvm::PreservedAnalyses run(llvm::Function &f, llvm::FunctionAnalysisManager &);
