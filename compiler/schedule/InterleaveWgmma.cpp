@@ -1,16 +1,16 @@
 // interleave-wgmma (Schedule.h). A register-A wgmma of k instructions reads registers that the
 // straight-line assignments before it compute, k-step by k-step. As lowered, every assignment
 // runs first and the tensor cores wait for all of them, then the threads wait for the tensor
-// cores: the two never overlap. Split per instruction and with each assignment moved down to
-// the first instruction that reads it, the threads compute step s + 1 while step s multiplies.
+// cores: the two never overlap. Split into steps of two instructions, each assignment moved
+// down to the step of the first instruction that reads it, the threads compute step s + 1
+// while step s multiplies.
 //
 // Why this is safe: the moved statements are pure register assignments (loads of shared memory
 // and global memory included; no statement of the run writes memory), each moved only past
 // statements that neither read what it writes nor write what it reads or writes; the wgmma
 // instructions keep their order and accumulate into the same registers, which the hardware
-// chains; every operand register is written once, before the instruction that reads it, and
-// the last instruction still waits for all groups, so nothing after the split wgmma sees a
-// difference.
+// chains; every operand register is written once, before the step that reads it, and the
+// last step still waits for all groups, so nothing after the split wgmma sees a difference.
 #include "schedule/Schedule.h"
 
 #include <algorithm>
@@ -34,7 +34,7 @@ constexpr int kMaxPendingGroups = 7;
 // (m64n16k16 steps) ran 20% slower split (docs/results.md, 2026-12-04).
 constexpr int kMinSplitN = 64;
 // Instructions per step: two halve the fences, and on the H200 the W4A16 large-M sample ran
-// 2.8% faster with two than with one (attention level; docs/results.md, 2026-12-04).
+// 2.9% faster with two than with one (attention level; docs/results.md, 2026-12-04).
 constexpr size_t kInstrsPerStep = 2;
 
 void collectVars(const Expr &e, std::set<int> &out, std::unordered_set<const Node *> &seen) {
