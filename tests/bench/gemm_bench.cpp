@@ -118,8 +118,8 @@ constexpr const char *kKind = "w4a16";
 #elif defined(BENCH_KIND_w4a16_splitk) // the same, by a kernel that adds into C (split K)
 using Kind = KindInfo<F16, F16, 'n', 't', Epilogue::None>;
 constexpr const char *kKind = "w4a16_splitk";
-#elif defined(                                                                                     \
-    BENCH_KIND_w4a16_words)      // the same weights packed as Marlin packs them (w4DeviceWeights)
+// w4a16_words: the same weights packed into words as Marlin packs them (w4DeviceWeights).
+#elif defined(BENCH_KIND_w4a16_words)
 using Kind = KindInfo<F16, F16, 'n', 't', Epilogue::None>;
 constexpr const char *kKind = "w4a16_words";
 #elif defined(BENCH_KIND_fp8_nt) // C = A B^T, float8 e4m3 in, bfloat16 out
