@@ -28,6 +28,9 @@ build)
   mkdir -p "$gpu/gen/mla16"
   "$tilec" compile "$root/samples/mla_decode_split.tile" -o "$gpu/gen/mla16" -D num_split=16 \
     --namespace tile::mla_split16 --emit cubin,ptx,header,layout
+  mkdir -p "$gpu/gen/mla64"
+  "$tilec" compile "$root/samples/mla_decode_split.tile" -o "$gpu/gen/mla64" -D num_split=64 \
+    --namespace tile::mla_split64 --emit cubin,ptx,header,layout
   # GEMM samples for both arch paths, in namespaces that can share a test program.
   for sample in gemm_relu gemm_bias_gelu flash_attention softmax rmsnorm_silu mla_decode_split; do
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen/sm_90a" --arch sm_90a --emit cubin,ptx,header,layout
@@ -57,6 +60,13 @@ build)
   "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/overlap_causal" \
     --overlap-gemms --persistent -D causal=True --namespace tile::overlap::flash_causal \
     --emit cubin,ptx,header,layout
+  # The overlap with FlashAttention-3's turns (--overlap-gemms --ping-pong).
+  mkdir -p "$gpu/gen/overlap_pp" "$gpu/gen/overlap_pp_causal"
+  "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/overlap_pp" --overlap-gemms \
+    --ping-pong --namespace tile::overlap_pp::flash_attention --emit cubin,ptx,header,layout
+  "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/overlap_pp_causal" \
+    --overlap-gemms --ping-pong --persistent -D causal=True \
+    --namespace tile::overlap_pp::flash_causal --emit cubin,ptx,header,layout
   "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/fast" --fast-math \
     --namespace tile::fast::flash_attention --emit cubin,ptx,header,layout
   # The W4A16 sample in its decode and large-M configurations, and through the sm_80 path.

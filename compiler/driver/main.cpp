@@ -118,8 +118,9 @@ int main(int argc, char **argv) {
         ->excludes(persistent);
     cmd->add_flag("--ping-pong", opts.pingPong,
                   "the two consumer warpgroups of a warp-specialized loop with work beside its "
-                  "gemms take turns issuing their wgmma (FlashAttention-3's scheduler barriers; "
-                  "slower on the H200 so far, docs/results.md)");
+                  "gemms take turns issuing their wgmma (FlashAttention-3's scheduler barriers, "
+                  "with --overlap-gemms its whole schedule; not faster on the H200 so far, "
+                  "docs/results.md)");
     cmd->add_flag("--overlap-gemms", opts.overlapGemms,
                   "a warp-specialized loop's last gemm runs beside the next iteration's work "
                   "(attention's P@V beside the softmax, FlashAttention-3's overlap inside a "

@@ -160,9 +160,15 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   const int C = static_cast<int>(tileThreads_), S = plan.stages, G = plan.itersPerSlot;
   // The plan decided where turns can work (two consumer warpgroups, more than one stage).
   const bool pingPong = plan.pingPong && opts_.pingPong;
-  const PipelinePlan::GemmOverlap *overlap = plan.overlap && !pingPong ? &*plan.overlap : nullptr;
+  const PipelinePlan::GemmOverlap *overlap = plan.overlap ? &*plan.overlap : nullptr;
   // Barrier 0 is the block's, 1 the consumers' (roles.elseGroup); a ping-pong's turns use 2, 3.
   const int kTurnBarrier = 2;
+  // With the overlap, FlashAttention-3's turn: a warpgroup issues an iteration's first gemm and
+  // the previous iteration's tail in one turn, then runs its softmax while the other issues.
+  // The first iteration's turn holds its first gemm only, the tail after the loop its own.
+  auto overlapTurn = [&](bool wait, bool pass) {
+    return pingPong ? thir::Wgmma::Turn{kTurnBarrier, wait, pass} : thir::Wgmma::Turn{};
+  };
   // A persistent block walks tiles blockIdx.x, + gridDim.x, ... of the grid; its iterations
   // go on through the rings from one tile to the next (`base` counts those of earlier tiles,
   // rounded up to whole slots), so that the producer fills the slots the consumers freed while
@@ -478,8 +484,11 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
       waitLate(sub(it, i32(1)), body);
       atSlotOf(sub(it, i32(1)));
       wgmmaPending_ = 2;
-      for (const tile::Stmt *st : overlap->rotated)
+      for (const tile::Stmt *st : overlap->rotated) {
+        turn_ = st == &overlap->gemm() ? overlapTurn(false, true) : thir::Wgmma::Turn{};
         lowerStmt(*st, body, {});
+      }
+      turn_ = {};
       wgmmaPending_ = 0;
       atSlotOf(it);
       body.push_back({thir::WgmmaWait{
@@ -514,7 +523,10 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
         if (overlap && !peeled && &st == overlap->waitBefore)
           waitRotated(it, body);
         turn_ = {};
-        if (pingPong && !gemms.empty() && (&st == gemms.front() || &st == gemms.back()))
+        if (overlap && &st == overlap->issueAfter)
+          turn_ = overlapTurn(true, peeled);
+        else if (pingPong && !overlap && !gemms.empty() &&
+                 (&st == gemms.front() || &st == gemms.back()))
           turn_ = {kTurnBarrier, /*wait=*/&st == gemms.back(), /*pass=*/&st == gemms.front()};
         const bool issuesRotated = overlap && !peeled && &st == overlap->issueAfter;
         if (issuesRotated)
@@ -568,7 +580,7 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     // its tile's slots only after the other group waited on those of the tile before, so that
     // a slot's barrier is never two phases behind the one a group waits for (the parity
     // would not tell them apart).
-    const bool spanning = (pingPong && gemms.size() > 1) || groups > 1;
+    const bool spanning = (pingPong && !overlap && gemms.size() > 1) || groups > 1;
     if (spanning)
       into.push_back({thir::WarpgroupTurn{kTurnBarrier, /*pass=*/false}});
     into.push_back({std::move(loop)});
@@ -580,8 +592,11 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
       thir::Expr lastIt = sub(n, i32(1));
       waitLate(lastIt, tail.then);
       atSlotOf(lastIt);
-      for (const tile::Stmt *st : overlap->rotated)
+      for (const tile::Stmt *st : overlap->rotated) {
+        turn_ = st == &overlap->gemm() ? overlapTurn(true, true) : thir::Wgmma::Turn{};
         lowerStmt(*st, tail.then, {});
+      }
+      turn_ = {};
       leaveSlots();
       tail.then.push_back({thir::MbarrierArrive{empty(lateRing, position(lastIt).slot), nullptr}});
       into.push_back({std::move(tail)});

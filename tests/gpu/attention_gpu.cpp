@@ -6,8 +6,11 @@
 #include "gpu_common.h"
 #include "mla/mla_decode.h"
 #include "mla16/mla_decode_split.h"
+#include "mla64/mla_decode_split.h"
 #include "overlap/flash_attention.h"
 #include "overlap_causal/flash_attention.h"
+#include "overlap_pp/flash_attention.h"
+#include "overlap_pp_causal/flash_attention.h"
 #include "persistent/flash_attention.h"
 #include "persistent_causal/flash_attention.h"
 #include "sm_80/flash_attention.h"
@@ -214,6 +217,24 @@ int main() {
                        rng, 1, 1000, 2, false, true);
   failures += runFlash("flash fast-math", tile::fast::flash_attention::flash_attention, false, rng,
                        2, 300, 3, false);
+  // The overlap with FlashAttention-3's turns (--overlap-gemms --ping-pong), causal persistent.
+  failures += runFlash("flash overlap turns", tile::overlap_pp::flash_attention::flash_attention,
+                       false, rng, 2, 300, 3, false);
+  failures += runFlash("flash overlap turns", tile::overlap_pp::flash_attention::flash_attention,
+                       false, rng, 2, 300, 3, false, true);
+  failures += runFlash("flash overlap turns", tile::overlap_pp::flash_attention::flash_attention,
+                       false, rng, 1, 1, 1, false);
+  failures +=
+      runFlash("flash causal overlap turns", tile::overlap_pp::flash_causal::flash_attention, true,
+               rng, 1, 1000, 2, false);
+  failures +=
+      runFlash("flash causal overlap turns", tile::overlap_pp::flash_causal::flash_attention, true,
+               rng, 1, 333, 2, false, true);
+  failures += runFlash("flash overlap turns", tile::overlap_pp::flash_attention::flash_attention,
+                       false, rng, 8, 4096, 16, true);
+  failures +=
+      runFlash("flash causal overlap turns", tile::overlap_pp::flash_causal::flash_attention, true,
+               rng, 8, 4096, 16, true);
   failures += runFlash("flash overlap", tile::overlap::flash_attention::flash_attention, false, rng,
                        8, 4096, 16, true);
   failures += runFlash("flash causal overlap", tile::overlap::flash_causal::flash_attention, true,
@@ -234,6 +255,8 @@ int main() {
                            tile::sm80::mla_decode_split::mla_decode_combine, 4>();
   MlaFn split16 =
       splitMla<tile::mla_split16::mla_decode_partial, tile::mla_split16::mla_decode_combine, 16>();
+  MlaFn split64 =
+      splitMla<tile::mla_split64::mla_decode_partial, tile::mla_split64::mla_decode_combine, 64>();
   failures += runMla("mla_decode sm_90a", mla, rng, 2, 1000, false);
   failures += runMla("mla_decode sm_90a", mla, rng, 64, 4096, true);
   failures += runMla("mla_decode sm_90a", mla, rng, 128, 8192, true);
@@ -243,7 +266,11 @@ int main() {
   failures += runMla("mla_split sm_90a", split90, rng, 4, 16384, true);
   // Small batches, long context: 16 splits (-D num_split=16) fill the GPU.
   failures += runMla("mla_split16 sm_90a", split16, rng, 2, 1000, false);
-  for (int64_t batch : {1, 4, 8})
+  for (int64_t batch : {1, 2, 4, 8})
     failures += runMla("mla_split16 sm_90a", split16, rng, batch, 32768, true);
+  // Batch 1 and 2 leave most SMs idle at 16 splits (32 and 64 blocks): 64 splits.
+  failures += runMla("mla_split64 sm_90a", split64, rng, 2, 1000, false);
+  for (int64_t batch : {1, 2, 4, 8})
+    failures += runMla("mla_split64 sm_90a", split64, rng, batch, 32768, true);
   return verdict("attention", failures);
 }
