@@ -477,9 +477,12 @@ private:
     b_.CreateStore(b_.CreateAdd(cur, expr(s.step)), slot(s.var).alloca);
     cache_.clear();
     llvm::BranchInst *latch = b_.CreateBr(condBB);
-    if (s.unroll) {
+    if (s.unroll || s.unrollCount > 1) {
       llvm::MDNode *full =
-          llvm::MDNode::get(ctx_, llvm::MDString::get(ctx_, "llvm.loop.unroll.full"));
+          s.unroll ? llvm::MDNode::get(ctx_, llvm::MDString::get(ctx_, "llvm.loop.unroll.full"))
+                   : llvm::MDNode::get(ctx_,
+                                       {llvm::MDString::get(ctx_, "llvm.loop.unroll.count"),
+                                        llvm::ConstantAsMetadata::get(b_.getInt32(s.unrollCount))});
       llvm::MDNode *loopID = llvm::MDNode::getDistinct(ctx_, {nullptr, full});
       loopID->replaceOperandWith(0, loopID);
       latch->setMetadata(llvm::LLVMContext::MD_loop, loopID);

@@ -654,6 +654,46 @@ bool KernelLowering::dependsOnLanesIndex(const std::vector<tile::Expr> &idx,
   return false;
 }
 
+// A serial loop of per-thread statements that reads global memory runs kLoadUnroll iterations
+// at a time, so that their loads are in flight together rather than one latency per iteration
+// (as nvcc unrolls such a loop of a CUDA kernel): MLA decode's combine of 64 splits waited
+// for one partial row per iteration.
+namespace {
+constexpr int kLoadUnroll = 8;
+
+/// Calls `f` on each statement of `body` and of the bodies nested in it.
+template <class F> void forEachStmt(const tile::Body &body, F &&f) {
+  for (const tile::Stmt &st : body) {
+    f(st);
+    if (auto *l = std::get_if<tile::For>(&st.op))
+      forEachStmt(l->body, f);
+    else if (auto *i = std::get_if<tile::If>(&st.op)) {
+      forEachStmt(i->then, f);
+      forEachStmt(i->otherwise, f);
+    }
+  }
+}
+
+/// Whether `body` only binds, stores and branches in each thread (no tile op, no barrier, no
+/// software pipeline) and reads a global tensor.
+bool perThreadGlobalReads(const tile::Body &body) {
+  bool perThread = true, reads = false;
+  forEachStmt(body, [&](const tile::Stmt &st) {
+    auto *f = std::get_if<tile::For>(&st.op);
+    perThread =
+        perThread &&
+        (std::holds_alternative<tile::Let>(st.op) || std::holds_alternative<tile::Store>(st.op) ||
+         std::holds_alternative<tile::If>(st.op) || (f && f->kind != tile::LoopKind::Pipelined));
+    for (const tile::Expr *e : tile::operandsOf(st).exprs)
+      tile::forEachNode(*e, [&](const tile::Node &n) {
+        auto *l = std::get_if<tile::Load>(&n.op);
+        reads = reads || (l && l->buffer->scope == tile::Scope::Global);
+      });
+  });
+  return perThread && reads;
+}
+} // namespace
+
 void KernelLowering::lowerSerial(const tile::Stmt &s, const tile::For &f, thir::Body &out,
                                  const LaneContext &lc) {
   if (lc.lanes > 1) {
@@ -671,6 +711,10 @@ void KernelLowering::lowerSerial(const tile::Stmt &s, const tile::For &f, thir::
   loop.end = thir::cast(extent, Type{DType::Int32});
   loop.step = thir::constInt(1, DType::Int32);
   loop.unroll = f.kind == tile::LoopKind::Unroll;
+  if (auto n = tile::asConstInt(f.extents[0]); f.kind == tile::LoopKind::Serial && n &&
+                                               *n >= kLoadUnroll * 2 &&
+                                               perThreadGlobalReads(f.body))
+    loop.unrollCount = kLoadUnroll;
   thir::Expr it = thir::var(counter, Type{DType::Int32});
   thir::Expr value = f.step ? thir::binary(thir::BinOp::Mul, it,
                                            thir::cast(lowerExpr(f.step, {}), Type{DType::Int32}))

@@ -305,6 +305,9 @@ struct ForStmt {
   Expr begin, end, step;
   Body body;
   bool unroll = false;
+  /// > 1: unrolled by this many iterations (LLVM's llvm.loop.unroll.count), so that the loads
+  /// of several iterations are in flight at once; `unroll` unrolls fully instead.
+  int unrollCount = 0;
 };
 /// `bar.sync id, threads`: waits until `threads` threads (a multiple of the warp size) arrived
 /// at barrier `id`; threads == 0 means the whole block (`bar.sync 0`).

@@ -637,7 +637,10 @@ private:
     expectPunct(")");
     if (cur_.isIdent("unroll")) {
       advance();
-      s.unroll = true;
+      if (cur_.kind == TokKind::Int)
+        s.unrollCount = static_cast<int>(integer(2, 1024, "an unroll count"));
+      else
+        s.unroll = true;
     }
     lets_.clear();
     vars_.emplace(s.var, s.varType);

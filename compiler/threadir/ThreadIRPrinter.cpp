@@ -293,8 +293,11 @@ private:
   }
   void stmt(const ForStmt &s, int depth) {
     bindShared({s.begin, s.end, s.step}, depth);
+    std::string unroll = s.unroll            ? " unroll"
+                         : s.unrollCount > 1 ? fmt::format(" unroll {}", s.unrollCount)
+                                             : "";
     line(depth, fmt::format("for v{}: {} in range({}, {}, {}){} {{", s.var, typeString(s.varType),
-                            expr(s.begin), expr(s.end), expr(s.step), s.unroll ? " unroll" : ""));
+                            expr(s.begin), expr(s.end), expr(s.step), unroll));
     body(s.body, depth + 1);
     line(depth, "}");
   }
