@@ -223,26 +223,6 @@ Interval KernelLowering::range(const tile::Expr &e) {
   return {};
 }
 
-bool KernelLowering::knownInside(const tile::Expr &index, const tile::Expr &extent) {
-  Interval r = range(index);
-  if (r.lo < 0)
-    return false;
-  if (auto n = tile::asConstInt(extent))
-    return r.hi < *n;
-  // Every way a block index is bound (the launch's blockIdx, a persistent block's tile, a
-  // rasterized order) takes the values 0 .. grid extent - 1 along its axis.
-  auto *i = std::get_if<tile::VarRef>(&index->op);
-  auto *n = std::get_if<tile::VarRef>(&extent->op);
-  if (!i || !n)
-    return false;
-  for (const tile::VarPtr &b : k_.blockIndices)
-    if (b == i->var) {
-      auto *g = std::get_if<tile::VarRef>(&k_.grid[b->index]->op);
-      return g && g->var == n->var;
-    }
-  return false;
-}
-
 thir::Expr KernelLowering::inBounds(const Access &a, const LaneContext &lc, int extraLast,
                                     int spanLast) {
   thir::Expr ok;
@@ -260,8 +240,6 @@ thir::Expr KernelLowering::inBounds(const Access &a, const LaneContext &lc, int 
       conj(thir::binary(thir::BinOp::Ge,
                         span ? thir::binary(thir::BinOp::Add, idx, thir::constInt(span)) : idx,
                         thir::constInt(0)));
-    if (extra == 0 && knownInside(a.indices[d], a.buffer->shape[d]))
-      continue;
     if (!shapeConst || r.hi + extra >= *shapeConst) {
       thir::Expr n = thir::cast(lowerExpr(a.buffer->shape[d], {}), Type{DType::Int64});
       conj(thir::binary(thir::BinOp::Lt, thir::binary(thir::BinOp::Add, idx, thir::constInt(extra)),
@@ -286,7 +264,7 @@ thir::Expr KernelLowering::bytesInside(const Access &a, int vector, int elemByte
     n = thir::cast(n, Type{DType::Int64});
     if (range(a.indices[d]).lo < 0)
       conj(thir::binary(thir::BinOp::Ge, idx, thir::constInt(0)));
-    if (d < last && !knownInside(a.indices[d], a.buffer->shape[d]))
+    if (d < last)
       conj(thir::binary(thir::BinOp::Lt, idx, n));
     else
       remaining = thir::binary(

@@ -76,14 +76,10 @@ std::optional<KernelLowering::TileChecks> KernelLowering::tileChecks(const tile:
     b = thir::cast(b, Type{DType::Int64});
     e = rd.dropped ? thir::constInt(1) : thir::cast(e, Type{DType::Int64});
     n = thir::cast(n, Type{DType::Int64});
-    if (rd.dropped && knownInside(rd.begin, g->shape[d])) {
-      // A single index every block has inside (a batch or head index of the grid).
-    } else {
-      if (range(rd.begin).lo < 0)
-        checks.inBounds.push_back(thir::binary(thir::BinOp::Ge, b, thir::constInt(0)));
-      checks.inBounds.push_back(
-          thir::binary(thir::BinOp::Le, thir::binary(thir::BinOp::Add, b, e), n));
-    }
+    if (range(rd.begin).lo < 0)
+      checks.inBounds.push_back(thir::binary(thir::BinOp::Ge, b, thir::constInt(0)));
+    checks.inBounds.push_back(
+        thir::binary(thir::BinOp::Le, thir::binary(thir::BinOp::Add, b, e), n));
     // Chunks are 16-byte aligned when the tile's first element and every row start are.
     start = thir::binary(thir::BinOp::Add, thir::binary(thir::BinOp::Mul, start, n), b);
   }

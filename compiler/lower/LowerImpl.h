@@ -213,10 +213,6 @@ private:
   static thir::Expr widen(thir::Expr e, int lanes);
 
   Interval range(const tile::Expr &e);
-  /// Whether 0 <= `index` < `extent` for every thread of every block: by the index's range, or
-  /// because the index is a block index and `extent` the grid's extent along its axis (a grid
-  /// of (heads, batch) blocks reads a tensor of `batch` rows at `bid` without a check).
-  bool knownInside(const tile::Expr &index, const tile::Expr &extent);
 
   /// In-bounds predicate of a global access; checks that hold for every value are left out.
   /// `extraLast` widens the last dimension's check to a whole vector; `spanLast` narrows its

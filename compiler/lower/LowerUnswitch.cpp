@@ -131,8 +131,6 @@ KernelLowering::tileUniformConditions(const tile::For &f) {
       return;
     thir::Expr holds;
     for (size_t d = 0; d < ld->indices.size(); ++d) {
-      if (knownInside(ld->indices[d], ld->buffer->shape[d]))
-        continue;
       thir::Expr lo = corner(ld->indices[d], false), hi = corner(ld->indices[d], true);
       thir::Expr extent = lowerExpr(ld->buffer->shape[d], {});
       if (!lo || !hi || !extent)
@@ -142,7 +140,6 @@ KernelLowering::tileUniformConditions(const tile::For &f) {
           thir::binary(thir::BinOp::Lt, hi, thir::cast(extent, i64)));
       holds = holds ? thir::binary(thir::BinOp::And, holds, inside) : inside;
     }
-    // Nothing to check: the load's own bounds check is left out already (inBounds).
     if (!holds)
       return;
     out.guard = out.guard ? thir::binary(thir::BinOp::And, out.guard, holds) : holds;
