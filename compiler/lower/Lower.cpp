@@ -632,10 +632,10 @@ bool KernelLowering::dependsOnLanesIndex(const std::vector<tile::Expr> &idx,
   return false;
 }
 
-// A serial loop of per-thread statements that reads global memory runs kLoadUnroll iterations
-// at a time, so that their loads are in flight together rather than one latency per iteration
-// (as nvcc unrolls such a loop of a CUDA kernel): MLA decode's combine of 64 splits waited
-// for one partial row per iteration.
+// A serial loop of a few per-thread statements that reads global memory runs kLoadUnroll
+// iterations at a time, so that their loads are in flight together rather than one latency per
+// iteration (as nvcc unrolls such a loop of a CUDA kernel): MLA decode's combine of 64 splits
+// waited for one partial row per iteration.
 namespace {
 constexpr int kLoadUnroll = 8;
 
@@ -670,6 +670,36 @@ bool perThreadGlobalReads(const tile::Body &body) {
   });
   return perThread && reads;
 }
+
+/// The statements one thread runs for one pass over `body` (a Parallel loop's elements divided
+/// over `threads`), or a large number where a count is not a constant: eight copies of a large
+/// body would only grow the code.
+int64_t statementsPerThread(const tile::Body &body, int64_t threads) {
+  constexpr int64_t kLarge = int64_t{1} << 40;
+  int64_t total = 0;
+  for (const tile::Stmt &st : body) {
+    if (auto *f = std::get_if<tile::For>(&st.op)) {
+      int64_t count = 1;
+      for (const tile::Expr &e : f->extents) {
+        auto n = tile::asConstInt(e);
+        if (!n || f->step)
+          return kLarge;
+        count *= std::max<int64_t>(*n, 1);
+      }
+      if (f->kind == tile::LoopKind::Parallel)
+        count = (count + threads - 1) / threads;
+      total += count * statementsPerThread(f->body, threads);
+    } else if (auto *i = std::get_if<tile::If>(&st.op)) {
+      total +=
+          1 + statementsPerThread(i->then, threads) + statementsPerThread(i->otherwise, threads);
+    } else {
+      total += 1;
+    }
+    total = std::min(total, kLarge);
+  }
+  return total;
+}
+constexpr int64_t kMaxUnrolledStatements = 32;
 } // namespace
 
 void KernelLowering::lowerSerial(const tile::Stmt &s, const tile::For &f, thir::Body &out,
@@ -689,9 +719,10 @@ void KernelLowering::lowerSerial(const tile::Stmt &s, const tile::For &f, thir::
   loop.end = thir::cast(extent, Type{DType::Int32});
   loop.step = thir::constInt(1, DType::Int32);
   loop.unroll = f.kind == tile::LoopKind::Unroll;
-  if (auto n = tile::asConstInt(f.extents[0]); f.kind == tile::LoopKind::Serial && n &&
-                                               *n >= kLoadUnroll * 2 &&
-                                               perThreadGlobalReads(f.body))
+  if (auto n = tile::asConstInt(f.extents[0]);
+      f.kind == tile::LoopKind::Serial && n && *n >= kLoadUnroll * 2 &&
+      perThreadGlobalReads(f.body) &&
+      statementsPerThread(f.body, tileThreads_) <= kMaxUnrolledStatements)
     loop.unrollCount = kLoadUnroll;
   thir::Expr it = thir::var(counter, Type{DType::Int32});
   thir::Expr value = f.step ? thir::binary(thir::BinOp::Mul, it,
