@@ -478,12 +478,12 @@ private:
     cache_.clear();
     llvm::BranchInst *latch = b_.CreateBr(condBB);
     if (s.unroll || s.unrollCount > 1) {
-      llvm::MDNode *full =
+      llvm::MDNode *hint =
           s.unroll ? llvm::MDNode::get(ctx_, llvm::MDString::get(ctx_, "llvm.loop.unroll.full"))
                    : llvm::MDNode::get(ctx_,
                                        {llvm::MDString::get(ctx_, "llvm.loop.unroll.count"),
                                         llvm::ConstantAsMetadata::get(b_.getInt32(s.unrollCount))});
-      llvm::MDNode *loopID = llvm::MDNode::getDistinct(ctx_, {nullptr, full});
+      llvm::MDNode *loopID = llvm::MDNode::getDistinct(ctx_, {nullptr, hint});
       loopID->replaceOperandWith(0, loopID);
       latch->setMetadata(llvm::LLVMContext::MD_loop, loopID);
     }

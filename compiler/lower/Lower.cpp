@@ -638,68 +638,61 @@ bool KernelLowering::dependsOnLanesIndex(const std::vector<tile::Expr> &idx,
 // waited for one partial row per iteration.
 namespace {
 constexpr int kLoadUnroll = 8;
+constexpr int64_t kMaxUnrolledStatements = 32;
 
-/// Calls `f` on each statement of `body` and of the bodies nested in it.
-template <class F> void forEachStmt(const tile::Body &body, F &&f) {
+/// The statements one thread runs for one pass over `body` (a Parallel loop's elements divided
+/// over `threads`; eight copies of a large body would only grow the code), or nullopt where it
+/// runs a tile op, a barrier, a software pipeline or a loop whose count is not a constant.
+/// `readsGlobal` is set where it reads a global tensor.
+std::optional<int64_t> statementsPerThread(const tile::Body &body, int64_t threads,
+                                           bool &readsGlobal) {
+  int64_t total = 0;
   for (const tile::Stmt &st : body) {
-    f(st);
-    if (auto *l = std::get_if<tile::For>(&st.op))
-      forEachStmt(l->body, f);
-    else if (auto *i = std::get_if<tile::If>(&st.op)) {
-      forEachStmt(i->then, f);
-      forEachStmt(i->otherwise, f);
-    }
-  }
-}
-
-/// Whether `body` only binds, stores and branches in each thread (no tile op, no barrier, no
-/// software pipeline) and reads a global tensor.
-bool perThreadGlobalReads(const tile::Body &body) {
-  bool perThread = true, reads = false;
-  forEachStmt(body, [&](const tile::Stmt &st) {
-    auto *f = std::get_if<tile::For>(&st.op);
-    perThread =
-        perThread &&
-        (std::holds_alternative<tile::Let>(st.op) || std::holds_alternative<tile::Store>(st.op) ||
-         std::holds_alternative<tile::If>(st.op) || (f && f->kind != tile::LoopKind::Pipelined));
     for (const tile::Expr *e : tile::operandsOf(st).exprs)
       tile::forEachNode(*e, [&](const tile::Node &n) {
         auto *l = std::get_if<tile::Load>(&n.op);
-        reads = reads || (l && l->buffer->scope == tile::Scope::Global);
+        readsGlobal = readsGlobal || (l && l->buffer->scope == tile::Scope::Global);
       });
-  });
-  return perThread && reads;
-}
-
-/// The statements one thread runs for one pass over `body` (a Parallel loop's elements divided
-/// over `threads`), or a large number where a count is not a constant: eight copies of a large
-/// body would only grow the code.
-int64_t statementsPerThread(const tile::Body &body, int64_t threads) {
-  constexpr int64_t kLarge = int64_t{1} << 40;
-  int64_t total = 0;
-  for (const tile::Stmt &st : body) {
+    int64_t here = 1;
     if (auto *f = std::get_if<tile::For>(&st.op)) {
+      if (f->kind == tile::LoopKind::Pipelined || f->step)
+        return std::nullopt;
       int64_t count = 1;
       for (const tile::Expr &e : f->extents) {
         auto n = tile::asConstInt(e);
-        if (!n || f->step)
-          return kLarge;
-        count *= std::max<int64_t>(*n, 1);
+        if (!n)
+          return std::nullopt;
+        count = std::min(count * std::max<int64_t>(*n, 1), int64_t{1} << 40);
       }
       if (f->kind == tile::LoopKind::Parallel)
         count = (count + threads - 1) / threads;
-      total += count * statementsPerThread(f->body, threads);
+      auto inner = statementsPerThread(f->body, threads, readsGlobal);
+      if (!inner)
+        return std::nullopt;
+      here = count * *inner;
     } else if (auto *i = std::get_if<tile::If>(&st.op)) {
-      total +=
-          1 + statementsPerThread(i->then, threads) + statementsPerThread(i->otherwise, threads);
-    } else {
-      total += 1;
+      auto then = statementsPerThread(i->then, threads, readsGlobal);
+      auto otherwise = statementsPerThread(i->otherwise, threads, readsGlobal);
+      if (!then || !otherwise)
+        return std::nullopt;
+      here += *then + *otherwise;
+    } else if (!std::holds_alternative<tile::Let>(st.op) &&
+               !std::holds_alternative<tile::Store>(st.op)) {
+      return std::nullopt;
     }
-    total = std::min(total, kLarge);
+    // Past the bound the exact count does not matter; capping it keeps the products small.
+    total = std::min(total + here, kMaxUnrolledStatements + 1);
   }
   return total;
 }
-constexpr int64_t kMaxUnrolledStatements = 32;
+
+/// Whether a serial loop over `body`, `count` times, is unrolled by kLoadUnroll.
+bool unrollsLoads(const tile::Body &body, std::optional<int64_t> count, int64_t threads) {
+  bool reads = false;
+  auto statements = statementsPerThread(body, threads, reads);
+  return count && *count >= kLoadUnroll * 2 && reads && statements &&
+         *statements <= kMaxUnrolledStatements;
+}
 } // namespace
 
 void KernelLowering::lowerSerial(const tile::Stmt &s, const tile::For &f, thir::Body &out,
@@ -719,10 +712,8 @@ void KernelLowering::lowerSerial(const tile::Stmt &s, const tile::For &f, thir::
   loop.end = thir::cast(extent, Type{DType::Int32});
   loop.step = thir::constInt(1, DType::Int32);
   loop.unroll = f.kind == tile::LoopKind::Unroll;
-  if (auto n = tile::asConstInt(f.extents[0]);
-      f.kind == tile::LoopKind::Serial && n && *n >= kLoadUnroll * 2 &&
-      perThreadGlobalReads(f.body) &&
-      statementsPerThread(f.body, tileThreads_) <= kMaxUnrolledStatements)
+  if (f.kind == tile::LoopKind::Serial &&
+      unrollsLoads(f.body, tile::asConstInt(f.extents[0]), tileThreads_))
     loop.unrollCount = kLoadUnroll;
   thir::Expr it = thir::var(counter, Type{DType::Int32});
   thir::Expr value = f.step ? thir::binary(thir::BinOp::Mul, it,
