@@ -25,7 +25,7 @@ llvm::Value *sigmoid(llvm::IRBuilder<> &b, llvm::Value *x, bool fast);
 llvm::Value *divide(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *c);
 /// Works for float and double (and vectors of them).
 llvm::Value *floor(llvm::IRBuilder<> &b, llvm::Value *x);
-/// a ** b through exp2/log2; the limits are documented in NVPTXCodegen.h.
+/// a ** b through exp2/log2; the limits are documented in Codegen.h.
 llvm::Value *pow(llvm::IRBuilder<> &b, llvm::Value *a, llvm::Value *e);
 
 /// Calls an intrinsic by ID (never by name: a misspelled nvvm name would silently become an

@@ -3,7 +3,7 @@
 // earlier passes recorded in the Compilation and records its own result there.
 #pragma once
 
-#include "codegen/NVPTXCodegen.h"
+#include "codegen/Codegen.h"
 #include "driver/Driver.h"
 #include "lower/Lower.h"
 #include "support/Diagnostics.h"

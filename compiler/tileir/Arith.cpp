@@ -101,7 +101,7 @@ Expr makeCast(Expr a, DType t, SourceLoc loc) {
     return a;
   if (!loc.valid())
     loc = a->loc;
-  // Constants convert as run-time values do (NVPTXCodegen's casts): integers wrap to the
+  // Constants convert as run-time values do (codegen's casts): integers wrap to the
   // target's width, floats truncate toward zero and saturate (NaN gives 0).
   if (auto *i = std::get_if<IntImm>(&a->op)) {
     if (isFloat(t))

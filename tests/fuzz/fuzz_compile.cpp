@@ -2,7 +2,7 @@
 // thread IR, the NVPTX LLVM module (optimized at O3) and its textual form. Catches nothing: a
 // std::logic_error escaping (a compiler bug) is a crash.
 #include "FuzzCommon.h"
-#include "codegen/NVPTXCodegen.h"
+#include "codegen/Codegen.h"
 #include "lower/Lower.h"
 #include "sema/Sema.h"
 #include "syntax/Parser.h"

@@ -2,7 +2,7 @@
 // on what it accepts, print -> parse -> print must be the identity and codegen (O3) must not
 // find malformed IR. Catches nothing: a std::logic_error escaping (a compiler bug) is a crash.
 #include "FuzzCommon.h"
-#include "codegen/NVPTXCodegen.h"
+#include "codegen/Codegen.h"
 #include "threadir/ThreadIRParser.h"
 
 #include <llvm/IR/LLVMContext.h>

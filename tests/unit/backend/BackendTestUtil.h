@@ -1,7 +1,7 @@
 // Shared helpers of the back-end unit tests: hand-built thread IR and codegen shortcuts.
 #pragma once
 
-#include "codegen/NVPTXCodegen.h"
+#include "codegen/Codegen.h"
 #include "threadir/ThreadIR.h"
 
 #include <llvm/IR/LLVMContext.h>

@@ -1,6 +1,7 @@
-#include "codegen/NVPTXCodegen.h"
+#include "codegen/Codegen.h"
 
 #include "codegen/FuseMaskLogic.h"
+#include "codegen/Isa.h"
 #include "codegen/MathLowering.h"
 #include "codegen/PackNibblePairs.h"
 #include "threadir/TrailingZeros.h"
@@ -18,9 +19,7 @@
 #include <llvm/IR/OptBisect.h>
 #include <llvm/IR/ValueMap.h>
 #include <llvm/IR/Verifier.h>
-#include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
-#include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetMachine.h>
 #include <llvm/TargetParser/Triple.h>
@@ -28,7 +27,6 @@
 
 #include <algorithm>
 #include <map>
-#include <mutex>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -39,8 +37,6 @@ using thir::Expr;
 using thir::Node;
 
 namespace {
-
-constexpr std::string_view kTriple = "nvptx64-nvidia-cuda";
 
 // A user-facing failure deep inside expression codegen; buildModule turns it into a Result.
 struct CodegenError {
@@ -53,16 +49,6 @@ struct CodegenError {
 
 [[noreturn]] void bug(std::string what) {
   throw std::logic_error(fmt::format("codegen: malformed thread IR: {}", what));
-}
-
-void initializeNVPTX() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    LLVMInitializeNVPTXTargetInfo();
-    LLVMInitializeNVPTXTarget();
-    LLVMInitializeNVPTXTargetMC();
-    LLVMInitializeNVPTXAsmPrinter();
-  });
 }
 
 /// Turns passes of LLVM's code generation pipeline off for one compilation. The gate belongs
@@ -94,22 +80,6 @@ private:
   llvm::LLVMContext &ctx_;
   llvm::OptPassGate &previous_;
 };
-
-Result<std::unique_ptr<llvm::TargetMachine>> createTargetMachine(const TargetOptions &opts) {
-  initializeNVPTX();
-  llvm::Triple triple{llvm::StringRef(kTriple)};
-  std::string error;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, error);
-  if (!target)
-    return Result<std::unique_ptr<llvm::TargetMachine>>::failure("NVPTX target: " + error);
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(
-      triple, opts.target.arch, fmt::format("+ptx{}", opts.target.ptxVersion),
-      llvm::TargetOptions(), std::nullopt, std::nullopt, llvm::CodeGenOptLevel::Aggressive));
-  if (!tm)
-    return Result<std::unique_ptr<llvm::TargetMachine>>::failure(
-        "could not create the NVPTX target machine");
-  return tm;
-}
 
 bool isHalfLike(DType t) { return t == DType::Float16 || t == DType::BFloat16; }
 
@@ -156,7 +126,7 @@ std::string_view unOpName(thir::UnOp op) {
 class KernelEmitter {
 public:
   KernelEmitter(llvm::Module &mod, const thir::Kernel &k, const TargetOptions &opts)
-      : mod_(mod), ctx_(mod.getContext()), k_(k), opts_(opts), b_(ctx_) {}
+      : mod_(mod), ctx_(mod.getContext()), k_(k), opts_(opts), isa_(isaOf(opts.target)), b_(ctx_) {}
 
   void emit() {
     std::vector<llvm::Type *> paramTypes;
@@ -166,18 +136,9 @@ public:
     if (mod_.getFunction(k_.name))
       bug(fmt::format("two kernels named '{}'", k_.name));
     fn_ = llvm::Function::Create(fnTy, llvm::GlobalValue::ExternalLinkage, k_.name, mod_);
-    fn_->setCallingConv(llvm::CallingConv::PTX_Kernel);
     fn_->addFnAttr(llvm::Attribute::NoUnwind);
     if (k_.threads < 1 || k_.threads > opts_.target.maxThreadsPerBlock)
       bug(fmt::format("block size {} outside 1..{}", k_.threads, opts_.target.maxThreadsPerBlock));
-    if (usesSetMaxNReg(k_.body) || k_.minBlocksPerSM > 0) {
-      // setmaxnreg needs a known register count at entry (ptxas C7508): launch bounds that fix
-      // the blocks per SM (ptxas refuses .reqntid beside .maxntid).
-      fn_->addFnAttr("nvvm.maxntid", fmt::format("{}", k_.threads));
-      fn_->addFnAttr("nvvm.minctasm", fmt::format("{}", std::max(k_.minBlocksPerSM, 1)));
-    } else {
-      fn_->addFnAttr("nvvm.reqntid", fmt::format("{},1,1", k_.threads));
-    }
     for (size_t i = 0; i < k_.params.size(); ++i) {
       const thir::Param &p = k_.params[i];
       llvm::Argument *arg = fn_->getArg(static_cast<unsigned>(i));
@@ -185,15 +146,8 @@ public:
       arg->addAttr(llvm::Attribute::NoUndef);
       if (p.kind == thir::ParamKind::Tensor && p.alignBytes > 1)
         arg->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(p.alignBytes)));
-      if (p.kind == thir::ParamKind::TensorMap) {
-        // A CUtensorMap by value in parameter space (`const __grid_constant__`): TMA reads it
-        // through its generic address, which NVPTX takes with cvta.param.
-        arg->removeAttr(llvm::Attribute::NoUndef);
-        arg->addAttr(llvm::Attribute::getWithByValType(ctx_, tensorMapType()));
-        arg->addAttr(llvm::Attribute::getWithAlignment(ctx_, llvm::Align(64)));
-        arg->addAttr(llvm::Attribute::get(ctx_, "nvvm.grid_constant"));
-      }
     }
+    isa_.markKernel(*fn_, k_, opts_);
 
     auto *entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry);
@@ -240,19 +194,6 @@ private:
   llvm::Type *valueType(thir::Type t) { return vec(scalarType(t.elem), t.lanes); }
 
   llvm::Type *tensorMapType() { return llvm::ArrayType::get(b_.getInt8Ty(), 128); }
-  static bool usesSetMaxNReg(const thir::Body &body) {
-    for (const thir::Stmt &s : body) {
-      if (std::holds_alternative<thir::SetMaxNReg>(s.op))
-        return true;
-      if (auto *f = std::get_if<thir::ForStmt>(&s.op); f && usesSetMaxNReg(f->body))
-        return true;
-      if (auto *i = std::get_if<thir::IfStmt>(&s.op);
-          i && (usesSetMaxNReg(i->then) || usesSetMaxNReg(i->otherwise)))
-        return true;
-    }
-    return false;
-  }
-
   llvm::Type *paramType(const thir::Param &p) {
     switch (p.kind) {
     case thir::ParamKind::Tensor:
@@ -583,14 +524,7 @@ private:
     b_.CreateCall(llvm::InlineAsm::get(fnTy, "fence.acq_rel.cta;", "~{memory}", true));
   }
 
-  void stmt(const thir::Barrier &bar) {
-    if (bar.threads == 0)
-      math::callIntrinsic(b_, llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_all, {},
-                          {b_.getInt32(bar.id)});
-    else
-      math::callIntrinsic(b_, llvm::Intrinsic::nvvm_barrier_cta_sync_aligned_count, {},
-                          {b_.getInt32(bar.id), b_.getInt32(bar.threads)});
-  }
+  void stmt(const thir::Barrier &bar) { isa_.barrier(b_, bar); }
 
   // ---- mbarriers, TMA, register reallocation ---------------------------------------------
   // Inline PTX, as for cp.async: each is one instruction with memory effects the optimizer must
@@ -743,34 +677,7 @@ private:
     Value *arg = fn_->getArg(static_cast<unsigned>(r.index));
     return t == DType::Bool ? b_.CreateICmpNE(arg, b_.getInt8(0)) : arg;
   }
-  Value *exprOp(const thir::SpecialReg &s, const Node &) {
-    using thir::Special;
-    llvm::Intrinsic::ID id = llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x;
-    switch (s.reg) {
-    case Special::ThreadIdxX:
-      id = llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x;
-      break;
-    case Special::BlockIdxX:
-      id = llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x;
-      break;
-    case Special::BlockIdxY:
-      id = llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_y;
-      break;
-    case Special::BlockIdxZ:
-      id = llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_z;
-      break;
-    case Special::GridDimX:
-      id = llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_x;
-      break;
-    case Special::GridDimY:
-      id = llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_y;
-      break;
-    case Special::GridDimZ:
-      id = llvm::Intrinsic::nvvm_read_ptx_sreg_nctaid_z;
-      break;
-    }
-    return math::callIntrinsic(b_, id, {}, {});
-  }
+  Value *exprOp(const thir::SpecialReg &s, const Node &) { return isa_.special(b_, s.reg, k_); }
   Value *exprOp(const thir::VarRef &v, const Node &n) {
     const VarSlot &s = slot(v.id);
     if (!(s.type == n.type))
@@ -810,51 +717,28 @@ private:
       out = b_.CreateInsertElement(out, expr(m.elems[i]), static_cast<uint64_t>(i));
     return out;
   }
+  // A 32-bit value as i32 or float (shuffles move 32 bits), shuffled and cast back to `t`.
+  Value *shuffle32(thir::ShflMode mode, Value *v, Value *arg, llvm::Type *t) {
+    bool isF32 = t->isFloatTy();
+    Value *r = isa_.shuffle(b_, mode, isF32 ? v : b_.CreateBitCast(v, b_.getInt32Ty()), arg);
+    return isF32 ? r : b_.CreateBitCast(r, t);
+  }
   Value *exprOp(const thir::Shfl &s, const Node &n) {
-    Value *v = expr(s.value);
-    bool isF32 = n.type.elem == DType::Float32;
-    if (!isF32)
-      v = b_.CreateBitCast(v, b_.getInt32Ty());
-    using llvm::Intrinsic::ID;
-    static constexpr ID f32[] = {
-        llvm::Intrinsic::nvvm_shfl_sync_bfly_f32, llvm::Intrinsic::nvvm_shfl_sync_down_f32,
-        llvm::Intrinsic::nvvm_shfl_sync_up_f32, llvm::Intrinsic::nvvm_shfl_sync_idx_f32};
-    static constexpr ID i32[] = {
-        llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, llvm::Intrinsic::nvvm_shfl_sync_down_i32,
-        llvm::Intrinsic::nvvm_shfl_sync_up_i32, llvm::Intrinsic::nvvm_shfl_sync_idx_i32};
-    int m = static_cast<int>(s.mode);
-    // The clamp operand: lanes past 31 (0 for up: lanes below 0) keep their own value.
-    uint32_t c = s.mode == thir::ShflMode::Up ? 0 : 0x1f;
-    Value *r = math::callIntrinsic(b_, isF32 ? f32[m] : i32[m], {},
-                                   {b_.getInt32(0xffffffffu), v, expr(s.arg), b_.getInt32(c)});
-    return isF32 ? r : b_.CreateBitCast(r, valueType(n.type));
+    return shuffle32(s.mode, expr(s.value), expr(s.arg), valueType(n.type));
   }
   Value *exprOp(const thir::ShflXor &s, const Node &n) {
     Value *v = expr(s.value);
-    auto bfly = [&](Value *half) {
-      return math::callIntrinsic(b_, llvm::Intrinsic::nvvm_shfl_sync_bfly_i32, {},
-                                 {b_.getInt32(0xffffffffu), half,
-                                  b_.getInt32(static_cast<uint32_t>(s.laneMask)),
-                                  b_.getInt32(0x1f)});
-    };
-    // 64 bits as two 32-bit shuffles of the halves (shfl moves 32 bits).
+    Value *mask = b_.getInt32(static_cast<uint32_t>(s.laneMask));
+    // 64 bits as two 32-bit shuffles of the halves.
     if (dtypeBits(n.type.elem) == 64) {
       auto *halves = llvm::FixedVectorType::get(b_.getInt32Ty(), 2);
       Value *h = b_.CreateBitCast(v, halves), *r = llvm::PoisonValue::get(halves);
       for (uint64_t i = 0; i < 2; ++i)
-        r = b_.CreateInsertElement(r, bfly(b_.CreateExtractElement(h, i)), i);
+        r = b_.CreateInsertElement(
+            r, isa_.shuffle(b_, thir::ShflMode::Xor, b_.CreateExtractElement(h, i), mask), i);
       return b_.CreateBitCast(r, valueType(n.type));
     }
-    bool isF32 = n.type.elem == DType::Float32;
-    if (!isF32)
-      v = b_.CreateBitCast(v, b_.getInt32Ty());
-    Value *r = math::callIntrinsic(
-        b_,
-        isF32 ? llvm::Intrinsic::nvvm_shfl_sync_bfly_f32 : llvm::Intrinsic::nvvm_shfl_sync_bfly_i32,
-        {},
-        {b_.getInt32(0xffffffffu), v, b_.getInt32(static_cast<uint32_t>(s.laneMask)),
-         b_.getInt32(0x1f)});
-    return isF32 ? r : b_.CreateBitCast(r, valueType(n.type));
+    return shuffle32(thir::ShflMode::Xor, v, mask, valueType(n.type));
   }
   Value *exprOp(const thir::SharedLoad &l, const Node &n) {
     auto *load = b_.CreateAlignedLoad(valueType(n.type), sharedAddress(l.byteOffset),
@@ -1069,6 +953,7 @@ private:
   llvm::LLVMContext &ctx_;
   const thir::Kernel &k_;
   const TargetOptions &opts_;
+  const Isa &isa_;
   llvm::IRBuilder<> b_;
   llvm::Function *fn_ = nullptr;
   std::map<int, VarSlot> vars_;
@@ -1427,14 +1312,17 @@ Value *KernelEmitter::toFloat8(Value *v, DType from, DType t, int lanes) {
 
 } // namespace
 
+const Isa &isaOf(const target::TargetInfo &) { return nvptxIsa(); }
+
 Result<std::unique_ptr<llvm::Module>> emitModule(const thir::Module &m, const TargetOptions &opts,
                                                  llvm::LLVMContext &ctx) {
   using R = Result<std::unique_ptr<llvm::Module>>;
-  auto tm = createTargetMachine(opts);
+  const Isa &isa = isaOf(opts.target);
+  auto tm = isa.targetMachine(opts);
   if (!tm)
     return R::failure(tm.error());
   auto mod = std::make_unique<llvm::Module>(m.name, ctx);
-  mod->setTargetTriple(llvm::Triple(llvm::StringRef(kTriple)));
+  mod->setTargetTriple(isa.triple());
   mod->setDataLayout((*tm)->createDataLayout());
   try {
     for (const thir::Kernel &k : m.kernels)
@@ -1450,7 +1338,7 @@ Result<std::unique_ptr<llvm::Module>> emitModule(const thir::Module &m, const Ta
 }
 
 Result<bool> optimizeModule(llvm::Module &mod, const TargetOptions &opts) {
-  auto tm = createTargetMachine(opts);
+  auto tm = isaOf(opts.target).targetMachine(opts);
   if (!tm)
     return Result<bool>::failure(tm.error());
   llvm::LoopAnalysisManager lam;
@@ -1496,7 +1384,7 @@ std::string emitLLVMText(const llvm::Module &m) {
 }
 
 Result<std::string> emitPTX(const llvm::Module &m, const TargetOptions &opts) {
-  auto tm = createTargetMachine(opts);
+  auto tm = isaOf(opts.target).targetMachine(opts);
   if (!tm)
     return Result<std::string>::failure(tm.error());
   // Code generation rewrites the module it runs on; work on a copy so `m` stays printable.
