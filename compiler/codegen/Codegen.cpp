@@ -263,9 +263,48 @@ private:
   void body(const thir::Body &body) {
     for (const thir::Stmt &s : body) {
       cache_.clear();
-      std::visit([&](const auto &op) { stmt(op); }, s.op);
+      std::visit(
+          [&](const auto &op) {
+            requireIsaHas<std::decay_t<decltype(op)>>();
+            stmt(op);
+          },
+          s.op);
     }
     cache_.clear();
+  }
+
+  // The thread IR operations only NVIDIA's instruction set has. Lowering does not produce them
+  // for other targets; a thread IR file may still hold them.
+  template <class Op> static constexpr std::string_view nvidiaOnly() {
+    using namespace thir;
+    if constexpr (std::is_same_v<Op, CpAsync> || std::is_same_v<Op, CpAsyncCommit> ||
+                  std::is_same_v<Op, CpAsyncWait>)
+      return "cp.async";
+    else if constexpr (std::is_same_v<Op, MbarrierInit> || std::is_same_v<Op, MbarrierArrive> ||
+                       std::is_same_v<Op, MbarrierWait> || std::is_same_v<Op, FenceMbarrierInit>)
+      return "mbarriers";
+    else if constexpr (std::is_same_v<Op, TmaLoad>)
+      return "TMA";
+    else if constexpr (std::is_same_v<Op, FenceProxyAsync> || std::is_same_v<Op, FenceCta>)
+      return "proxy fences";
+    else if constexpr (std::is_same_v<Op, SetMaxNReg>)
+      return "setmaxnreg";
+    else if constexpr (std::is_same_v<Op, Wgmma> || std::is_same_v<Op, WgmmaWait> ||
+                       std::is_same_v<Op, WarpgroupTurn> || std::is_same_v<Op, SharedAddress>)
+      return "wgmma";
+    else if constexpr (std::is_same_v<Op, LdMatrix>)
+      return "ldmatrix";
+    else if constexpr (std::is_same_v<Op, MmaSync>)
+      return "mma.sync";
+    else if constexpr (std::is_same_v<Op, Printf>)
+      return "print";
+    else
+      return {};
+  }
+  template <class Op> void requireIsaHas() {
+    if constexpr (!nvidiaOnly<Op>().empty())
+      if (opts_.target.isAmd())
+        unsupported(fmt::format("{} on {}", nvidiaOnly<Op>(), opts_.target.arch));
   }
 
   void stmt(const thir::DeclVar &d) { storeVar(d.id, expr(d.init), d.init->type); }
@@ -524,7 +563,11 @@ private:
     b_.CreateCall(llvm::InlineAsm::get(fnTy, "fence.acq_rel.cta;", "~{memory}", true));
   }
 
-  void stmt(const thir::Barrier &bar) { isa_.barrier(b_, bar); }
+  void stmt(const thir::Barrier &bar) {
+    if (bar.threads != 0 && !opts_.target.hasNamedBarriers)
+      unsupported(fmt::format("a barrier of part of a block on {}", opts_.target.arch));
+    isa_.barrier(b_, bar);
+  }
 
   // ---- mbarriers, TMA, register reallocation ---------------------------------------------
   // Inline PTX, as for cp.async: each is one instruction with memory effects the optimizer must
@@ -648,7 +691,12 @@ private:
     auto it = cache_.find(e.get());
     if (it != cache_.end())
       return it->second;
-    Value *v = std::visit([&](const auto &op) { return exprOp(op, *e); }, e->op);
+    Value *v = std::visit(
+        [&](const auto &op) {
+          requireIsaHas<std::decay_t<decltype(op)>>();
+          return exprOp(op, *e);
+        },
+        e->op);
     cache_.emplace(e.get(), v);
     return v;
   }
@@ -1312,7 +1360,7 @@ Value *KernelEmitter::toFloat8(Value *v, DType from, DType t, int lanes) {
 
 } // namespace
 
-const Isa &isaOf(const target::TargetInfo &) { return nvptxIsa(); }
+const Isa &isaOf(const target::TargetInfo &t) { return t.isAmd() ? amdgpuIsa() : nvptxIsa(); }
 
 Result<std::unique_ptr<llvm::Module>> emitModule(const thir::Module &m, const TargetOptions &opts,
                                                  llvm::LLVMContext &ctx) {
@@ -1323,6 +1371,8 @@ Result<std::unique_ptr<llvm::Module>> emitModule(const thir::Module &m, const Ta
     return R::failure(tm.error());
   auto mod = std::make_unique<llvm::Module>(m.name, ctx);
   mod->setTargetTriple(isa.triple());
+  if (opts.target.isAmd()) // version 5: what ROCm 5.x and 6.x runtimes both load
+    mod->addModuleFlag(llvm::Module::Error, "amdhsa_code_object_version", 500);
   mod->setDataLayout((*tm)->createDataLayout());
   try {
     for (const thir::Kernel &k : m.kernels)
@@ -1356,10 +1406,13 @@ Result<bool> optimizeModule(llvm::Module &mod, const TargetOptions &opts) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
+  // lop3.b32 is NVIDIA's; AMD's v_bfi/v_and_or forms are selected by the backend itself.
+  bool lop3 = !opts.target.isAmd();
   pb.registerOptimizerLastEPCallback(
-      [](llvm::ModulePassManager &mpm, llvm::OptimizationLevel, llvm::ThinOrFullLTOPhase) {
+      [lop3](llvm::ModulePassManager &mpm, llvm::OptimizationLevel, llvm::ThinOrFullLTOPhase) {
         mpm.addPass(llvm::createModuleToFunctionPassAdaptor(PackNibblePairsPass()));
-        mpm.addPass(llvm::createModuleToFunctionPassAdaptor(FuseMaskLogicPass()));
+        if (lop3)
+          mpm.addPass(llvm::createModuleToFunctionPassAdaptor(FuseMaskLogicPass()));
       });
   llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
   mpm.run(mod, mam);
@@ -1383,21 +1436,35 @@ std::string emitLLVMText(const llvm::Module &m) {
   return text;
 }
 
-Result<std::string> emitPTX(const llvm::Module &m, const TargetOptions &opts) {
+namespace {
+
+Result<std::string> emitFile(const llvm::Module &m, const TargetOptions &opts,
+                             llvm::CodeGenFileType kind) {
   auto tm = isaOf(opts.target).targetMachine(opts);
   if (!tm)
     return Result<std::string>::failure(tm.error());
   // Code generation rewrites the module it runs on; work on a copy so `m` stays printable.
   std::unique_ptr<llvm::Module> copy = llvm::CloneModule(m);
-  llvm::SmallString<0> ptx;
-  llvm::raw_svector_ostream os(ptx);
+  llvm::SmallString<0> text;
+  llvm::raw_svector_ostream os(text);
   CodegenPassGate gate(opts.loopStrengthReduction);
   ScopedPassGate scoped(copy->getContext(), gate);
   llvm::legacy::PassManager pm;
-  if ((*tm)->addPassesToEmitFile(pm, os, nullptr, llvm::CodeGenFileType::AssemblyFile))
-    return Result<std::string>::failure("the NVPTX target cannot emit assembly");
+  if ((*tm)->addPassesToEmitFile(pm, os, nullptr, kind))
+    return Result<std::string>::failure(
+        fmt::format("the {} target cannot emit this file", opts.target.arch));
   pm.run(*copy);
-  return std::string(ptx.str());
+  return std::string(text.str());
+}
+
+} // namespace
+
+Result<std::string> emitAssembly(const llvm::Module &m, const TargetOptions &opts) {
+  return emitFile(m, opts, llvm::CodeGenFileType::AssemblyFile);
+}
+
+Result<std::string> emitObject(const llvm::Module &m, const TargetOptions &opts) {
+  return emitFile(m, opts, llvm::CodeGenFileType::ObjectFile);
 }
 
 } // namespace tilec::codegen

@@ -1,4 +1,5 @@
-// Thread IR -> LLVM IR (NVPTX) -> PTX, all in process through LLVM's NVPTX TargetMachine.
+// Thread IR -> LLVM IR -> PTX (NVPTX) or an AMDGPU object, in process through LLVM's
+// TargetMachine for the target.
 #pragma once
 
 #include "target/TargetInfo.h"
@@ -85,8 +86,11 @@ Result<bool> optimizeModule(llvm::Module &m, const TargetOptions &opts);
 /// Textual LLVM IR (.ll).
 std::string emitLLVMText(const llvm::Module &m);
 
-/// PTX text for `m` (which must come from buildModule with the same options). `m` is cloned, not
-/// changed.
-Result<std::string> emitPTX(const llvm::Module &m, const TargetOptions &opts);
+/// The target's assembly text for `m` (which must come from buildModule with the same options):
+/// PTX for NVIDIA, AMDGCN assembly for AMD. `m` is cloned, not changed.
+Result<std::string> emitAssembly(const llvm::Module &m, const TargetOptions &opts);
+
+/// The relocatable ELF object for `m` (AMD targets: what ld.lld links into a code object).
+Result<std::string> emitObject(const llvm::Module &m, const TargetOptions &opts);
 
 } // namespace tilec::codegen

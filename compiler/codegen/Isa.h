@@ -42,6 +42,7 @@ public:
 };
 
 const Isa &nvptxIsa();
+const Isa &amdgpuIsa();
 
 /// The instruction set of `t`.
 const Isa &isaOf(const target::TargetInfo &t);

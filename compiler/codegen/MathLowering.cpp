@@ -3,7 +3,9 @@
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicInst.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsAMDGPU.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
+#include <llvm/IR/MDBuilder.h>
 #include <llvm/IR/Module.h>
 
 #include <numbers>
@@ -15,6 +17,9 @@ using llvm::Value;
 namespace {
 
 llvm::Module &moduleOf(llvm::IRBuilder<> &b) { return *b.GetInsertBlock()->getModule(); }
+
+// The module's triple says which instruction set the primitives below come from.
+bool onAmdgpu(llvm::IRBuilder<> &b) { return moduleOf(b).getTargetTriple().isAMDGPU(); }
 
 Value *f32(llvm::IRBuilder<> &b, double v) { return llvm::ConstantFP::get(b.getFloatTy(), v); }
 
@@ -106,6 +111,12 @@ Value *halved(llvm::IRBuilder<> &b, Value *x) {
 } // namespace
 
 Value *exp2(llvm::IRBuilder<> &b, Value *x, bool flushSubnormals) {
+  if (onAmdgpu(b)) {
+    // v_exp_f32 flushes subnormal results; llvm.exp2 is expanded with the range scaling.
+    if (flushSubnormals)
+      return callIntrinsic(b, llvm::Intrinsic::amdgcn_exp2, {b.getFloatTy()}, {x});
+    return callIntrinsic(b, llvm::Intrinsic::exp2, {b.getFloatTy()}, {x});
+  }
   if (flushSubnormals)
     return callIntrinsic(b, llvm::Intrinsic::nvvm_ex2_approx_ftz, {b.getFloatTy()}, {x});
   // ex2.approx.f32 without ftz costs three instructions besides the MUFU.EX2 (ptxas scales
@@ -142,6 +153,8 @@ Value *exp(llvm::IRBuilder<> &b, Value *x, bool flushSubnormals) {
 }
 
 Value *log2(llvm::IRBuilder<> &b, Value *x) {
+  if (onAmdgpu(b)) // v_log_f32, with subnormal inputs scaled by the backend
+    return callIntrinsic(b, llvm::Intrinsic::log2, {b.getFloatTy()}, {x});
   return callIntrinsic(b, llvm::Intrinsic::nvvm_lg2_approx_f, {}, {x});
 }
 
@@ -150,6 +163,8 @@ Value *log(llvm::IRBuilder<> &b, Value *x) {
 }
 
 Value *rsqrt(llvm::IRBuilder<> &b, Value *x) {
+  if (onAmdgpu(b))
+    return callIntrinsic(b, llvm::Intrinsic::amdgcn_rsq, {b.getFloatTy()}, {x});
   return callIntrinsic(b, llvm::Intrinsic::nvvm_rsqrt_approx_f, {}, {x});
 }
 
@@ -163,7 +178,8 @@ bool neverNegative(Value *v, int depth = 4) {
     return false;
   if (auto *call = llvm::dyn_cast<llvm::IntrinsicInst>(v)) {
     llvm::Intrinsic::ID id = call->getIntrinsicID();
-    return id == llvm::Intrinsic::nvvm_ex2_approx_ftz || id == llvm::Intrinsic::fabs;
+    return id == llvm::Intrinsic::nvvm_ex2_approx_ftz || id == llvm::Intrinsic::amdgcn_exp2 ||
+           id == llvm::Intrinsic::exp2 || id == llvm::Intrinsic::fabs;
   }
   auto *mul = llvm::dyn_cast<llvm::BinaryOperator>(v);
   if (!mul || mul->getOpcode() != llvm::Instruction::FMul)
@@ -214,6 +230,12 @@ Value *quarterOfAtLeastOne(llvm::IRBuilder<> &b, Value *c) {
 /// a / c by div.full.f32: within 2 ulp over the full range (c = inf gives 0), without
 /// div.rn's slow path; the functions below are accurate to far fewer bits than that costs.
 Value *divFull(llvm::IRBuilder<> &b, Value *a, Value *c) {
+  if (onAmdgpu(b)) {
+    // An fdiv that may be 2.5 ulp off: the backend's v_rcp_f32 form with its range scaling.
+    auto *d = llvm::cast<llvm::Instruction>(b.CreateFDiv(a, c));
+    d->setMetadata(llvm::LLVMContext::MD_fpmath, llvm::MDBuilder(b.getContext()).createFPMath(2.5));
+    return d;
+  }
   return callIntrinsic(b, llvm::Intrinsic::nvvm_div_full, {}, {a, c});
 }
 
@@ -223,13 +245,16 @@ Value *divide(llvm::IRBuilder<> &b, Value *a, Value *c) {
   // products, so the same result, except that a below 2^-124 in magnitude loses its last bits
   // to the scaling (an error of at most 2^-147 more). A constant a scales for free.
   if (Value *quarter = quarterOfAtLeastOne(b, c))
-    return b.CreateFMul(b.CreateFMul(a, f32(b, 0.25)),
-                        callIntrinsic(b, llvm::Intrinsic::nvvm_rcp_approx_ftz_f, {}, {quarter}));
+    return b.CreateFMul(
+        b.CreateFMul(a, f32(b, 0.25)),
+        onAmdgpu(b) ? callIntrinsic(b, llvm::Intrinsic::amdgcn_rcp, {b.getFloatTy()}, {quarter})
+                    : callIntrinsic(b, llvm::Intrinsic::nvvm_rcp_approx_ftz_f, {}, {quarter}));
   return divFull(b, a, c);
 }
 
 Value *tanh(llvm::IRBuilder<> &b, Value *x, bool fast) {
-  if (fast) {
+  // AMD has no tanh instruction: the accurate form serves --fast-math too.
+  if (fast && !onAmdgpu(b)) {
     auto *fnTy = llvm::FunctionType::get(b.getFloatTy(), {b.getFloatTy()}, false);
     auto *asmFn = llvm::InlineAsm::get(fnTy, "tanh.approx.f32 $0, $1;", "=f,f",
                                        /*hasSideEffects=*/false);
@@ -274,7 +299,7 @@ Value *erf(llvm::IRBuilder<> &b, Value *x) {
 
 Value *sigmoid(llvm::IRBuilder<> &b, Value *x, bool fast) {
   // One MUFU.TANH and two multiply-adds: 1/(1+e^-x) = 0.5 + 0.5 tanh(x/2).
-  if (fast)
+  if (fast && !onAmdgpu(b))
     return b.CreateFAdd(f32(b, 0.5),
                         b.CreateFMul(f32(b, 0.5), tanh(b, b.CreateFMul(x, f32(b, 0.5)), true)));
   // A subnormal e^-x vanishes in 1 + e^-x: flushing changes nothing.

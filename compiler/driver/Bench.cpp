@@ -97,7 +97,8 @@ int runBench(const BenchOptions &opts, std::ostream &out, std::ostream &err) {
       for (const auto &[name, value] : opts.compile.defines)
         report.defines.emplace_back(name, value);
       // The cubin when ptxas made one for the device's own arch, else PTX for the driver.
-      std::string_view image = c->cubin ? std::string_view(*c->cubin) : std::string_view(c->ptx);
+      std::string_view image =
+          c->binary ? std::string_view(*c->binary) : std::string_view(c->assembly);
       Progress progress(err);
       for (size_t i = 0; i < launches.size(); ++i) {
         const bench::Launch &l = launches[i];

@@ -23,8 +23,8 @@ namespace tilec::driver {
 namespace fs = std::filesystem;
 
 const std::vector<std::string> &emitKinds() {
-  static const std::vector<std::string> kinds = {"cubin",    "ptx",    "llvm",      "header",
-                                                 "c-header", "layout", "layout-svg"};
+  static const std::vector<std::string> kinds = {"cubin",  "ptx",      "asm",    "llvm",
+                                                 "header", "c-header", "layout", "layout-svg"};
   return kinds;
 }
 
@@ -358,6 +358,16 @@ std::optional<std::vector<ArchRequest>> parseArchs(Session &s, const std::string
         s.diags.error({}, fmt::format("--arch names '{}' twice", t->arch));
         return std::nullopt;
       }
+    if (addPtx && t->isAmd()) {
+      s.diags.error({}, fmt::format("--arch '{}': {} has no PTX to add", item, t->arch));
+      return std::nullopt;
+    }
+    if (!out.empty() && out.front().target.isAmd() != t->isAmd()) {
+      s.diags.error({}, fmt::format("--arch '{}' mixes NVIDIA and AMD targets: a header launches "
+                                    "through one of CUDA and HIP; compile them separately",
+                                    list));
+      return std::nullopt;
+    }
     out.push_back({*t, addPtx});
   }
   if (out.empty()) {
@@ -409,6 +419,12 @@ int compileAndUse(const DriverOptions &opts, std::ostream &out, std::ostream &er
     s.diags.error({}, "a .thir input has no tile-level signature to run; give the .tile source");
     return s.flush();
   }
+  if (archs->front().target.isAmd()) {
+    s.diags.error({}, fmt::format("not supported yet: running kernels for {} (bench and tune "
+                                  "launch through the CUDA driver)",
+                                  archs->front().target.arch));
+    return s.flush();
+  }
   ArchRun run(opts, archs->front());
   run.opts.emit = {"cubin"};
   Compilation &c = *run.c;
@@ -441,6 +457,30 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
   if (threadIR && (opts.emit.count("layout") || opts.emit.count("layout-svg"))) {
     s.diags.error({}, "--emit layout needs a .tile source (a .thir file has no tile-level "
                       "layouts to report)");
+    return s.flush();
+  }
+  bool amd = archs->front().target.isAmd();
+  std::string_view arch0 = archs->front().target.arch;
+  if (amd && opts.emit.count("ptx")) {
+    s.diags.error({}, fmt::format("--emit ptx needs an NVIDIA --arch ({} has no PTX; --emit asm "
+                                  "writes its AMDGCN assembly)",
+                                  arch0));
+    return s.flush();
+  }
+  if (!amd && opts.emit.count("asm")) {
+    s.diags.error({}, fmt::format("--emit asm is AMDGCN assembly, for AMD targets ({} has "
+                                  "PTX: --emit ptx)",
+                                  arch0));
+    return s.flush();
+  }
+  if (amd && opts.embed == "ptx") {
+    s.diags.error({}, fmt::format("--embed ptx needs an NVIDIA --arch ({} has no PTX)", arch0));
+    return s.flush();
+  }
+  if (amd && (opts.emit.count("header") || opts.emit.count("c-header"))) {
+    s.diags.error({}, fmt::format("not supported yet: the HIP launch header for {} (--emit "
+                                  "cubin,asm,llvm,layout work)",
+                                  arch0));
     return s.flush();
   }
   bool several = archs->size() > 1;
@@ -476,9 +516,11 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     if (opts.emit.count("llvm"))
       files.emplace_back(perArch(*run, "ll"), codegen::emitLLVMText(*c.llvmModule));
     if (opts.emit.count("ptx"))
-      files.emplace_back(perArch(*run, "ptx"), c.ptx);
-    if (opts.emit.count("cubin") && c.cubin)
-      files.emplace_back(perArch(*run, "cubin"), *c.cubin);
+      files.emplace_back(perArch(*run, "ptx"), c.assembly);
+    if (opts.emit.count("asm"))
+      files.emplace_back(perArch(*run, "s"), c.assembly);
+    if (opts.emit.count("cubin") && c.binary)
+      files.emplace_back(perArch(*run, c.target.binaryExtension()), *c.binary);
   }
   if (opts.emit.count("header")) {
     Compilation &first = *runs.front()->c;
@@ -492,11 +534,11 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     std::vector<HeaderImage> images;
     for (const auto &run : runs) {
       const Compilation &c = *run->c;
-      bool cubin = opts.embed == "cubin" && c.cubin;
+      bool cubin = opts.embed == "cubin" && c.binary;
       if (cubin)
-        images.push_back({&c.lowered->module, run->opts.arch, *c.cubin, BinaryKind::Cubin});
+        images.push_back({&c.lowered->module, run->opts.arch, *c.binary, BinaryKind::Cubin});
       if (!cubin || run->addPtx)
-        images.push_back({&c.lowered->module, run->opts.arch, c.ptx, BinaryKind::Ptx});
+        images.push_back({&c.lowered->module, run->opts.arch, c.assembly, BinaryKind::Ptx});
     }
     files.emplace_back(stem + ".h",
                        timeStep(first, "header", [&] { return generateHeader(images, ho); }));

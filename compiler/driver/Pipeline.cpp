@@ -1,6 +1,6 @@
 #include "driver/Pipeline.h"
 
-#include "driver/Ptxas.h"
+#include "driver/Toolchain.h"
 #include "lower/Plan.h"
 #include "schedule/Schedule.h"
 #include "sema/Sema.h"
@@ -32,11 +32,13 @@ codegen::TargetOptions Compilation::codegenOptions() const {
   return to;
 }
 
-bool Compilation::wantsPtx() const {
+bool Compilation::wantsAssembly() const {
+  if (target.isAmd())
+    return opts.emit.count("asm") > 0;
   return opts.emit.count("cubin") || opts.emit.count("header") || opts.emit.count("ptx");
 }
 
-bool Compilation::wantsCubin() const {
+bool Compilation::wantsBinary() const {
   return opts.emit.count("cubin") || (opts.emit.count("header") && opts.embed == "cubin");
 }
 
@@ -142,34 +144,60 @@ bool runOptimizeLLVM(Compilation &c) {
   return true;
 }
 
-bool runEmitPTX(Compilation &c) {
-  if (!c.wantsPtx() && c.opts.dumpAfter != "emit-ptx")
+bool runEmitAssembly(Compilation &c) {
+  if (!c.wantsAssembly() && c.opts.dumpAfter != "emit-asm" && c.opts.dumpAfter != "emit-ptx")
     return true;
-  auto p = codegen::emitPTX(*c.llvmModule, c.codegenOptions());
+  auto p = codegen::emitAssembly(*c.llvmModule, c.codegenOptions());
   if (!p) {
     c.diags.error({}, p.error());
     return false;
   }
-  c.ptx = std::move(*p);
+  c.assembly = std::move(*p);
   return true;
 }
 
-bool runAssemble(Compilation &c) {
-  if (!c.wantsCubin())
-    return true;
+bool assemblePtx(Compilation &c) {
   auto ptxas = findPtxas();
   if (!ptxas) {
     c.diags.warning({}, "ptxas not found (set TILEC_PTXAS or put it on PATH): no .cubin is "
                         "written and the header embeds PTX, which the driver compiles at load");
     return true;
   }
-  PtxasResult r = runPtxas(*ptxas, c.ptx, c.target.arch);
+  ToolResult r = runPtxas(*ptxas, c.assembly, c.target.arch);
   if (!r.ok) {
     c.diags.error({}, fmt::format("ptxas failed (this is a compiler bug):\n{}", r.log));
     return false;
   }
-  c.cubin = std::move(r.cubin);
+  c.binary = std::move(r.output);
   return true;
+}
+
+// AMD: LLVM writes the object itself; ld.lld makes it the code object the HIP runtime loads.
+bool linkCodeObject(Compilation &c) {
+  auto object = codegen::emitObject(*c.llvmModule, c.codegenOptions());
+  if (!object) {
+    c.diags.error({}, object.error());
+    return false;
+  }
+  auto lld = findLld();
+  if (!lld) {
+    c.diags.error({}, "ld.lld not found (set TILEC_LLD, or install lld-22): it links the "
+                      "AMDGPU object into a code object");
+    return false;
+  }
+  ToolResult r = runLld(*lld, *object);
+  if (!r.ok) {
+    c.diags.error({}, fmt::format("ld.lld failed (this is a compiler bug):\n{}", r.log));
+    return false;
+  }
+  c.binary = std::move(r.output);
+  return true;
+}
+
+bool runAssemble(Compilation &c) {
+  if (!c.wantsBinary())
+    return true;
+  return c.target.isAmd() ? linkCodeObject(c) : assemblePtx(c);
 }
 
 std::string dumpAST(const Compilation &c) { return printAST(*c.ast); }
@@ -179,10 +207,11 @@ std::string dumpPlan(const Compilation &c) {
 }
 std::string dumpThreadIR(const Compilation &c) { return thir::print(c.lowered->module); }
 std::string dumpLLVM(const Compilation &c) { return codegen::emitLLVMText(*c.llvmModule); }
-std::string dumpPTX(const Compilation &c) { return c.ptx; }
-std::string dumpCubin(const Compilation &c) {
-  return c.cubin ? fmt::format("; cubin for {}: {} bytes\n", c.target.arch, c.cubin->size())
-                 : std::string("; no cubin (not asked for, or ptxas not found)\n");
+std::string dumpAssembly(const Compilation &c) { return c.assembly; }
+std::string dumpBinary(const Compilation &c) {
+  std::string_view ext = c.target.binaryExtension();
+  return c.binary ? fmt::format("; {} for {}: {} bytes\n", ext, c.target.arch, c.binary->size())
+                  : fmt::format("; no {} (not asked for, or ptxas not found)\n", ext);
 }
 
 } // namespace
@@ -206,10 +235,12 @@ const std::vector<Pass> &compilePipeline() {
       {"interleave-wgmma",
        "a register-A wgmma issued step by step as its operand registers are computed",
        runInterleaveWgmma, dumpThreadIR},
-      {"build-llvm", "thread IR -> LLVM IR (NVPTX)", runBuildLLVM, dumpLLVM},
+      {"build-llvm", "thread IR -> LLVM IR (NVPTX or AMDGPU)", runBuildLLVM, dumpLLVM},
       {"optimize-llvm", "LLVM's O3 pipeline", runOptimizeLLVM, dumpLLVM},
-      {"emit-ptx", "LLVM IR -> PTX (NVPTX code generation)", runEmitPTX, dumpPTX},
-      {"assemble", "PTX -> cubin (ptxas)", runAssemble, dumpCubin},
+      {"emit-asm", "LLVM IR -> PTX (NVIDIA) or AMDGCN assembly (AMD)", runEmitAssembly,
+       dumpAssembly},
+      {"assemble", "PTX -> cubin (ptxas), or LLVM IR -> object -> code object (ld.lld)",
+       runAssemble, dumpBinary},
   };
   return passes;
 }
@@ -258,6 +289,8 @@ std::string_view passForDumpName(std::string_view name) {
     return "parse";
   if (name == "tile-ir")
     return "sema";
+  if (name == "emit-ptx") // the pass's name before AMD targets
+    return "emit-asm";
   // The thread IR code generation reads: after the last pass over thread IR.
   if (name == "thread-ir")
     return "elide-fences";
@@ -271,7 +304,7 @@ std::vector<std::string> dumpNames() {
   std::vector<std::string> names;
   for (const Pass &p : compilePipeline())
     names.emplace_back(p.name);
-  for (const char *alias : {"ast", "tile-ir", "thread-ir"})
+  for (const char *alias : {"ast", "tile-ir", "thread-ir", "emit-ptx"})
     names.emplace_back(alias);
   return names;
 }

@@ -40,15 +40,17 @@ struct Compilation {
   std::optional<lower::Lowered> lowered;    // lower-to-thread-ir
   llvm::LLVMContext llvmContext;            //
   std::unique_ptr<llvm::Module> llvmModule; // build-llvm, optimize-llvm
-  std::string ptx;                          // emit-ptx
-  std::optional<std::string> cubin;         // assemble (nullopt: not run or no ptxas)
+  std::string assembly;                     // emit-asm: PTX, or AMDGCN assembly
+  std::optional<std::string> binary;        // assemble: a cubin or an AMD code object (nullopt:
+                                            // not run, or no ptxas)
   /// With --time-passes: the wall time of each step that ran, in order, in milliseconds.
   std::vector<std::pair<std::string, double>> stepTimes;
 
   codegen::TargetOptions codegenOptions() const;
-  /// Whether the outputs asked for need PTX, and a cubin.
-  bool wantsPtx() const;
-  bool wantsCubin() const;
+  /// Whether the outputs asked for need the assembly text (PTX, or AMDGCN assembly), and the
+  /// machine code (a cubin, or an AMD code object).
+  bool wantsAssembly() const;
+  bool wantsBinary() const;
 };
 
 struct Pass {

@@ -70,8 +70,8 @@ std::vector<Compiled> compileAll(const TuneOptions &opts, const std::string &arc
     int status = compileAndUse(o, sout, serr, [&](Compilation &comp) {
       c.program = *comp.program;
       c.module = comp.lowered->module;
-      c.cubin = comp.cubin;
-      c.ptx = comp.ptx;
+      c.cubin = comp.binary;
+      c.ptx = comp.assembly;
       return 0;
     });
     c.ok = status == 0;

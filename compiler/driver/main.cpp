@@ -152,8 +152,12 @@ int main(int argc, char **argv) {
   bool printPipeline = false;
   compile->add_flag("--print-pipeline", printPipeline, "list the passes of the compiler and exit");
   compile->add_option("-o", opts.outDir, "output directory (default: .)");
-  compile->add_option("--arch", opts.arch, "target GPU architecture (default: sm_90a)");
-  compile->add_option("--emit", emit, "comma list of cubin,ptx,llvm,header,c-header,layout");
+  compile->add_option("--arch", opts.arch,
+                      "target GPU architecture: sm_80, sm_86, sm_89, sm_90, sm_90a (default), "
+                      "or AMD's gfx90a, gfx942; a comma list of one vendor's");
+  compile->add_option("--emit", emit,
+                      "comma list of cubin,ptx,asm,llvm,header,c-header,layout (cubin: the "
+                      "machine code, STEM.hsaco on AMD; asm: AMDGCN assembly, STEM.s)");
   compile->add_option("--namespace", opts.ns, "C++ namespace of the header (default: tile::STEM)");
   compile
       ->add_option("--embed", opts.embed,

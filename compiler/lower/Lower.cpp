@@ -881,14 +881,60 @@ void KernelLowering::gatherAccesses(const tile::Body &b, std::vector<Access> &ou
 
 using detail::KernelLowering;
 
+namespace {
+
+/// The first statement of `body` (nested bodies included) that holds an `Op`.
+template <class Op> const tile::Stmt *findStmt(const tile::Body &body) {
+  for (const tile::Stmt &s : body) {
+    if (std::holds_alternative<Op>(s.op))
+      return &s;
+    const tile::Stmt *found = nullptr;
+    if (auto *f = std::get_if<tile::For>(&s.op))
+      found = findStmt<Op>(f->body);
+    else if (auto *i = std::get_if<tile::If>(&s.op))
+      found = findStmt<Op>(i->then) ? findStmt<Op>(i->then) : findStmt<Op>(i->otherwise);
+    if (found)
+      return found;
+  }
+  return nullptr;
+}
+
+/// What an AMD target cannot run yet, reported where the program asks for it.
+bool supportedOnAmd(const tile::Kernel &k, const target::TargetInfo &t, DiagnosticEngine &diags) {
+  bool ok = true;
+  // A reduction's lane exchanges assume whole wavefronts beyond the first.
+  if (k.threads > t.warpSize && k.threads % t.warpSize != 0) {
+    diags.error(k.kernelLoc, fmt::format("threads={} is not a whole number of {}-lane wavefronts, "
+                                         "as {} needs",
+                                         k.threads, t.warpSize, t.arch));
+    ok = false;
+  }
+  if (const tile::Stmt *g = findStmt<tile::Gemm>(k.body)) {
+    diags.error(g->loc, fmt::format("not supported yet: gemm on {} (MFMA)", t.arch));
+    ok = false;
+  }
+  if (const tile::Stmt *pr = findStmt<tile::Print>(k.body)) {
+    diags.error(pr->loc, fmt::format("not supported yet: print on {}", t.arch));
+    ok = false;
+  }
+  return ok;
+}
+
+} // namespace
+
 bool inferLayouts(const tile::Program &p, const target::TargetInfo &t, DiagnosticEngine &diags,
                   ProgramPlan &plan) {
   plan.kernels.resize(p.kernels.size());
   bool ok = true;
-  for (size_t i = 0; i < p.kernels.size(); ++i)
+  for (size_t i = 0; i < p.kernels.size(); ++i) {
+    if (t.isAmd() && !supportedOnAmd(p.kernels[i], t, diags)) {
+      ok = false;
+      continue;
+    }
     ok = analysis::inferFragmentLayouts(p.kernels[i], diags, {t.hasWgmma},
                                         plan.kernels[i].fragments) &&
          ok;
+  }
   return ok;
 }
 

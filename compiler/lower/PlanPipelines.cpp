@@ -531,6 +531,9 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, const target::Targ
     // with numStages 1).
     if (f->kind != tile::LoopKind::Pipelined || f->numStages < 2 || f->step)
       continue;
+    // Without asynchronous copies (AMD) a pipelined loop runs as a serial one.
+    if (!t.hasCpAsync)
+      continue;
     // What the body changes, and what the rest of the kernel refers to.
     Refs inLoop;
     inLoop.body(f->body);

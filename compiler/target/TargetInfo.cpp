@@ -22,6 +22,8 @@ TargetInfo make(std::string arch, int sm, bool archSpecific) {
   // cvt.rn.satfinite.{e4m3x2,e5m2x2}.{f32,f16x2} and cvt.rn.f16x2.{e4m3x2,e5m2x2}: PTX ISA 7.8,
   // sm_89.
   t.hasFp8Convert = sm >= 89;
+  t.hasNamedBarriers = true;
+  t.hasDevicePrintf = true;
   switch (sm) {
   case 80:
     t.sharedPerBlockOptin = 163 * 1024;
@@ -54,10 +56,36 @@ TargetInfo make(std::string arch, int sm, bool archSpecific) {
   return t;
 }
 
+// Sources: LLVM's AMDGPUUsage ("Processors": gfx90a and gfx942 are wave64 GCN processors with
+// unified VGPR/AGPR files), AMD's CDNA2 and CDNA3 ISA references (64 KiB of LDS per workgroup,
+// 512 VGPRs + AGPRs per lane, the v_mfma_f32_{32x32x8,16x16x16}_{f16,bf16} forms both have).
+TargetInfo makeAmd(std::string arch) {
+  TargetInfo t;
+  t.arch = std::move(arch);
+  t.isa = Isa::Amdgcn;
+  t.warpSize = 64;
+  t.maxThreadsPerBlock = 1024;
+  t.maxThreadsPerSM = 2048;   // 4 SIMDs x 8 waves x 64 lanes per CU
+  t.registersPerThread = 512; // 256 arch VGPRs + 256 AGPRs
+  t.registersPerSM = 4 * 512 * 64;
+  t.sharedPerBlockDefault = 64 * 1024;
+  t.sharedPerBlockOptin = 64 * 1024;
+  t.sharedPerSM = 64 * 1024;
+  // LDS has no swizzle period that buffers must start on; 16 bytes keeps b128 accesses aligned.
+  t.sharedBufferAlign = 16;
+  t.ptxVersion = 0;
+  for (DType in : {DType::Float16, DType::BFloat16}) {
+    t.mfmaShapes.push_back({32, 32, 8, in});
+    t.mfmaShapes.push_back({16, 16, 16, in});
+  }
+  return t;
+}
+
 const std::vector<TargetInfo> &targets() {
   static const std::vector<TargetInfo> all = {make("sm_80", 80, false), make("sm_86", 86, false),
                                               make("sm_89", 89, false), make("sm_90", 90, false),
-                                              make("sm_90a", 90, true)};
+                                              make("sm_90a", 90, true), makeAmd("gfx90a"),
+                                              makeAmd("gfx942")};
   return all;
 }
 

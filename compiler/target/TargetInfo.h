@@ -22,10 +22,17 @@ inline constexpr int64_t kMaxGridExtent[3] = {2147483647, 65535, 65535};
 /// words that share no bank.
 inline constexpr int kSharedMemoryBanks = 32;
 
-/// The tensor-core instruction families.
+/// The instruction set a target's code is written in, and the toolchain that finishes it.
+enum class Isa {
+  Ptx,    // NVIDIA: PTX from LLVM's NVPTX backend, a cubin from ptxas, the CUDA Driver API
+  Amdgcn, // AMD: an object from LLVM's AMDGPU backend, a code object from ld.lld, HIP
+};
+
+/// The tensor-core (matrix-core) instruction families.
 enum class MmaFamily {
   MmaSync, // mma.sync.aligned (sm_80+): one warp, operands in registers
   Wgmma,   // wgmma.mma_async (sm_90a): one warpgroup, operands from shared memory descriptors
+  Mfma,    // v_mfma_* (gfx90a, gfx942): one wavefront of 64 lanes, operands in registers
 };
 
 /// One shape of an MMA family for one operand type (fp32 accumulation).
@@ -36,8 +43,9 @@ struct MmaShape {
 };
 
 struct TargetInfo {
-  std::string arch;  // as --arch and ptxas spell it: "sm_90a"
-  int smVersion = 0; // 80, 86, 89, 90
+  std::string arch; // as --arch and ptxas (or LLVM's AMDGPU backend) spell it: "sm_90a", "gfx942"
+  Isa isa = Isa::Ptx;
+  int smVersion = 0; // 80, 86, 89, 90; 0 on AMD
   /// The `a` suffix: instructions that only this exact GPU generation has (wgmma, setmaxnreg).
   bool archSpecific = false;
 
@@ -49,6 +57,11 @@ struct TargetInfo {
   bool hasFp8Mma = false;          // tensor-core fp8 (e4m3/e5m2) inputs (sm_89+)
   bool hasFp8Convert = false;      // cvt between fp8 pairs and f16x2 / f32 pairs (sm_89+)
   bool hasAsyncProxyFence = false; // fence.proxy.async: generic writes seen by wgmma/TMA (sm_90+)
+  /// bar.sync with an id and a thread count: barriers of part of a block (NVIDIA). AMD has
+  /// s_barrier only, for the whole workgroup.
+  bool hasNamedBarriers = false;
+  /// vprintf from device code (NVIDIA; AMD's printf goes through hostcall buffers: not yet).
+  bool hasDevicePrintf = false;
 
   // ---- Limits ---------------------------------------------------------------------------------
   int warpSize = kWarpSize;
@@ -70,10 +83,22 @@ struct TargetInfo {
   /// The MMA shapes of each family this target has (empty when it lacks the family).
   std::vector<MmaShape> mmaSyncShapes;
   std::vector<MmaShape> wgmmaShapes;
+  std::vector<MmaShape> mfmaShapes;
 
   const std::vector<MmaShape> &shapes(MmaFamily f) const {
-    return f == MmaFamily::Wgmma ? wgmmaShapes : mmaSyncShapes;
+    switch (f) {
+    case MmaFamily::Wgmma:
+      return wgmmaShapes;
+    case MmaFamily::Mfma:
+      return mfmaShapes;
+    default:
+      return mmaSyncShapes;
+    }
   }
+
+  bool isAmd() const { return isa == Isa::Amdgcn; }
+  /// The file extension of the machine code: "cubin" or "hsaco".
+  std::string_view binaryExtension() const { return isAmd() ? "hsaco" : "cubin"; }
 };
 
 /// The architectures --arch accepts, in a stable order.

@@ -308,7 +308,8 @@ Expr shflXor(Expr value, int laneMask) {
   const int bits = dtypeBits(value->type.elem);
   if (value->type.lanes != 1 || (bits != 32 && bits != 64))
     misuse("shflXor of a value that is not a 32- or 64-bit scalar");
-  if (laneMask < 0 || laneMask > 31)
+  // 32..63 exchange between the halves of a 64-lane AMD wavefront.
+  if (laneMask < 0 || laneMask > 63)
     misuse("shflXor lane mask out of range");
   Type t = value->type;
   return make(t, ShflXor{std::move(value), laneMask});

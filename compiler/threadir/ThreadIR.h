@@ -126,7 +126,9 @@ struct ExtractLane {
 struct MakeVector {
   std::vector<Expr> elems;
 };
-/// `shfl.sync.bfly` over the full warp: the value of lane (laneid ^ laneMask). 32-bit types.
+/// `shfl.sync.bfly` over the full warp (ds_bpermute over the wavefront on AMD): the value of
+/// lane (laneid ^ laneMask), laneMask in 0..63; a lane outside the warp gives the thread its
+/// own value. 32- and 64-bit scalars.
 struct ShflXor {
   Expr value;
   int laneMask;

@@ -571,8 +571,8 @@ private:
     const int bits = dtypeBits(s.value->type.elem);
     if (s.value->type.lanes != 1 || (bits != 32 && bits != 64))
       error(&n, fmt::format("shfl_xor of {} (32- or 64-bit scalars only)", ts(s.value->type)));
-    else if (s.laneMask < 0 || s.laneMask > 31)
-      error(&n, fmt::format("shfl_xor lane mask {} outside 0..31", s.laneMask));
+    else if (s.laneMask < 0 || s.laneMask > 63)
+      error(&n, fmt::format("shfl_xor lane mask {} outside 0..63", s.laneMask));
     else if (!(n.type == s.value->type))
       error(&n, fmt::format("shfl_xor of {} typed {}", ts(s.value->type), ts(n.type)));
   }

@@ -91,7 +91,7 @@ inline Compiled compile(const Module &m, const codegen::TargetOptions &opts = {}
     return {mod.error(), "", ""};
   Compiled c;
   c.ll = codegen::emitLLVMText(**mod);
-  auto ptx = codegen::emitPTX(**mod, opts);
+  auto ptx = codegen::emitAssembly(**mod, opts);
   if (!ptx)
     return {ptx.error(), c.ll, ""};
   c.ptx = *ptx;

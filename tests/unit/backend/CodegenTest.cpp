@@ -1,6 +1,6 @@
 #include "BackendTestUtil.h"
 
-#include "driver/Ptxas.h"
+#include "driver/Toolchain.h"
 
 #include <doctest/doctest.h>
 #include <fmt/format.h>
@@ -76,12 +76,12 @@ void requirePtxasAccepts(const std::string &ptx, std::string_view arch) {
   auto ptxas = driver::findPtxas();
   if (!ptxas)
     return;
-  driver::PtxasResult r = driver::runPtxas(*ptxas, ptx, arch);
+  driver::ToolResult r = driver::runPtxas(*ptxas, ptx, arch);
   INFO(r.log);
   CHECK(r.ok);
-  CHECK(r.cubin.size() > 4);
-  CHECK(r.cubin.substr(0, 4) == "\x7f"
-                                "ELF");
+  CHECK(r.output.size() > 4);
+  CHECK(r.output.substr(0, 4) == "\x7f"
+                                 "ELF");
 }
 
 } // namespace
@@ -376,7 +376,7 @@ TEST_CASE("ptxas failures come back as text") {
   auto ptxas = driver::findPtxas();
   if (!ptxas)
     return;
-  driver::PtxasResult r = driver::runPtxas(*ptxas, "this is not ptx", "sm_90a");
+  driver::ToolResult r = driver::runPtxas(*ptxas, "this is not ptx", "sm_90a");
   CHECK_FALSE(r.ok);
   CHECK_FALSE(r.log.empty());
 }

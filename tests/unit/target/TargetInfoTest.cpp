@@ -18,8 +18,21 @@ bool has(const std::vector<MmaShape> &shapes, MmaShape s) {
 
 TEST_CASE("every supported arch has a description under its own name") {
   const auto &archs = target::supportedArchs();
-  CHECK(archs == std::vector<std::string>{"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a"});
+  CHECK(archs ==
+        std::vector<std::string>{"sm_80", "sm_86", "sm_89", "sm_90", "sm_90a", "gfx90a", "gfx942"});
   for (const std::string &a : archs) {
+    CAPTURE(a);
+    auto t = target::targetInfo(a);
+    REQUIRE(t);
+    CHECK(t->arch == a);
+    CHECK(t->isAmd() == (a.rfind("gfx", 0) == 0));
+  }
+}
+
+TEST_CASE("every NVIDIA arch: warps of 32, PTX, mma.sync") {
+  for (const std::string &a : target::supportedArchs()) {
+    if (a.rfind("sm_", 0) != 0)
+      continue;
     CAPTURE(a);
     auto t = target::targetInfo(a);
     REQUIRE(t);
@@ -33,13 +46,17 @@ TEST_CASE("every supported arch has a description under its own name") {
     CHECK(t->sharedBufferAlign == 1024);
     CHECK(t->ptxVersion == 85);
     CHECK(t->hasCpAsync);
+    CHECK(t->isa == target::Isa::Ptx);
+    CHECK(t->binaryExtension() == "cubin");
+    CHECK(t->hasNamedBarriers);
+    CHECK(t->mfmaShapes.empty());
     CHECK(has(t->mmaSyncShapes, {16, 8, 16, DType::Float16}));
     CHECK(has(t->mmaSyncShapes, {16, 8, 16, DType::BFloat16}));
   }
 }
 
 TEST_CASE("unsupported arch names have no description") {
-  for (const char *a : {"sm_75", "sm_90A", "sm_100a", "", "gfx942", "sm_90a "})
+  for (const char *a : {"sm_75", "sm_90A", "sm_100a", "", "gfx908", "gfx1100", "GFX942", "sm_90a "})
     CHECK_FALSE(target::targetInfo(a));
 }
 
@@ -100,4 +117,29 @@ TEST_CASE("sm_90a: wgmma shapes m64nNk16 (N a multiple of 8 up to 256) and fp8 k
   CHECK_FALSE(has(t.wgmmaShapes, {64, 12, 16, DType::Float16}));
   CHECK_FALSE(has(t.wgmmaShapes, {64, 264, 16, DType::Float16}));
   CHECK(target::defaultTarget().arch == "sm_90a");
+}
+
+TEST_CASE("gfx90a and gfx942: wave64, 64 KiB of LDS, MFMA 32x32x8 and 16x16x16 (f16, bf16)") {
+  for (const char *a : {"gfx90a", "gfx942"}) {
+    CAPTURE(a);
+    TargetInfo t = *target::targetInfo(a);
+    CHECK(t.isa == target::Isa::Amdgcn);
+    CHECK(t.binaryExtension() == "hsaco");
+    CHECK(t.warpSize == 64);
+    CHECK(t.maxThreadsPerBlock == 1024);
+    CHECK(t.sharedPerBlockDefault == 65536);
+    CHECK(t.sharedPerBlockOptin == 65536);
+    CHECK(t.registersPerThread == 512);
+    // None of NVIDIA's asynchronous copies, barriers of part of a block or tensor-core forms.
+    CHECK_FALSE(t.hasCpAsync);
+    CHECK_FALSE(t.hasTma);
+    CHECK_FALSE(t.hasWgmma);
+    CHECK_FALSE(t.hasNamedBarriers);
+    CHECK_FALSE(t.hasDevicePrintf);
+    CHECK(t.mmaSyncShapes.empty());
+    for (DType in : {DType::Float16, DType::BFloat16}) {
+      CHECK(has(t.shapes(target::MmaFamily::Mfma), {32, 32, 8, in}));
+      CHECK(has(t.shapes(target::MmaFamily::Mfma), {16, 16, 16, in}));
+    }
+  }
 }

@@ -267,7 +267,7 @@ TEST_CASE("the verifier reports what codegen would treat as a compiler bug") {
   };
   CHECK(has(errors("  var v0: int16 = shfl_xor(1:int16, 3)"),
             "shfl_xor of int16 (32- or 64-bit scalars only)"));
-  CHECK(has(errors("  var v0: int32 = shfl_xor(1:int32, 32)"), "lane mask 32 outside 0..31"));
+  CHECK(has(errors("  var v0: int32 = shfl_xor(1:int32, 64)"), "lane mask 64 outside 0..63"));
   CHECK(has(errors("  var v0: int32x4 = ldmatrix.x4(smem[0:int64])", "", 1024),
             "a shared memory offset must be int32, not int64"));
   CHECK(has(errors("  cp.async smem[0:int32] <- %A[0], 16 bytes, reading 8",
