@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build ccache g++ python3 llvm-22-dev llvm-22-tools libcli11-dev libfmt-dev
-          nlohmann-json3-dev doctest-dev chromium lld-22)
+          nlohmann-json3-dev doctest-dev chromium lld-22 libamdhip64-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

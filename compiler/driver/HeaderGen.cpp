@@ -15,12 +15,40 @@
 namespace tilec::driver {
 
 namespace detail {
-std::string_view runtimeHeaderBytes(); // generated from runtime.h at build time
+std::string_view runtimeHeaderBytes();    // generated from runtime.h at build time
+std::string_view runtimeHipHeaderBytes(); // generated from runtime_hip.h at build time
 } // namespace detail
 
 std::string_view runtimeHeaderText() { return detail::runtimeHeaderBytes(); }
 
 namespace {
+
+/// The launch API a header is written against: the names of its result, stream and device
+/// pointer types and the runtime, pasted into the header, that loads and launches over it. The
+/// two runtimes have the same functions (load, unload, loadedImage, launch, the checks).
+struct LaunchApi {
+  std::string_view result, success, stream, devicePtr, rt, include, guard, name;
+  std::string_view (*runtime)();
+};
+
+const LaunchApi kCuda = {"::CUresult",      "::CUDA_SUCCESS", "::CUstream",
+                         "::CUdeviceptr",   "::tilec::rt",    "<cuda.h>",
+                         "TILEC_RUNTIME_H", "CUDA",           detail::runtimeHeaderBytes};
+const LaunchApi kHip = {"::hipError_t",
+                        "::hipSuccess",
+                        "::hipStream_t",
+                        "::hipDeviceptr_t",
+                        "::tilec::hiprt",
+                        "<hip/hip_runtime_api.h>",
+                        "TILEC_RUNTIME_HIP_H",
+                        "HIP",
+                        detail::runtimeHipHeaderBytes};
+
+/// HIP for AMD targets, the CUDA Driver API for NVIDIA's.
+const LaunchApi &launchApiOf(std::string_view arch) {
+  std::optional<target::TargetInfo> t = target::targetInfo(arch);
+  return t && t->isAmd() ? kHip : kCuda;
+}
 
 using thir::Expr;
 
@@ -108,10 +136,12 @@ std::string functionName(const thir::Kernel &k) {
 }
 
 /// Translates a grid expression into host C++ over `int64_t`, with the language's integer
-/// semantics (floored // and %) from tilec::rt.
+/// semantics (floored // and %) from the runtime `rt` (::tilec::rt or ::tilec::hiprt).
 class HostExpr {
 public:
-  HostExpr(const thir::Kernel &k, const std::vector<std::string> &names) : k_(k), names_(names) {}
+  HostExpr(const thir::Kernel &k, const std::vector<std::string> &names,
+           std::string_view rt = "::tilec::rt")
+      : k_(k), names_(names), rt_(rt) {}
 
   std::string operator()(const Expr &e) {
     if (!e)
@@ -150,15 +180,15 @@ private:
     case BinOp::Mul:
       return fmt::format("({} * {})", x, y);
     case BinOp::Div:
-      return fmt::format("::tilec::rt::truncDiv({}, {})", x, y);
+      return fmt::format("{}::truncDiv({}, {})", rt_, x, y);
     case BinOp::FloorDiv:
-      return fmt::format("::tilec::rt::floorDiv({}, {})", x, y);
+      return fmt::format("{}::floorDiv({}, {})", rt_, x, y);
     case BinOp::Mod:
-      return fmt::format("::tilec::rt::floorMod({}, {})", x, y);
+      return fmt::format("{}::floorMod({}, {})", rt_, x, y);
     case BinOp::Min:
-      return fmt::format("::tilec::rt::min({}, {})", x, y);
+      return fmt::format("{}::min({}, {})", rt_, x, y);
     case BinOp::Max:
-      return fmt::format("::tilec::rt::max({}, {})", x, y);
+      return fmt::format("{}::max({}, {})", rt_, x, y);
     case BinOp::Eq:
       return fmt::format("({} == {})", x, y);
     case BinOp::Ne:
@@ -204,6 +234,7 @@ private:
 
   const thir::Kernel &k_;
   const std::vector<std::string> &names_;
+  std::string_view rt_;
 };
 
 /// Whether the caller passes the parameter; the launch function derives the others (tensor
@@ -288,10 +319,10 @@ std::string tensorMapSetup(const thir::Kernel &k, size_t index, size_t i,
       names[m.tensor], tensorMapSwizzle(m.swizzleBytes));
 }
 
-std::string cxxParamType(const thir::Param &p) {
+std::string cxxParamType(const thir::Param &p, const LaunchApi &api = kCuda) {
   switch (p.kind) {
   case thir::ParamKind::Tensor:
-    return "::CUdeviceptr";
+    return std::string(api.devicePtr);
   case thir::ParamKind::Dim:
     return "::std::int64_t";
   case thir::ParamKind::TensorMap:
@@ -364,19 +395,19 @@ struct ParamCode {
 };
 
 ParamCode paramCode(const thir::Param &p, const std::string &name, const std::string &kernel,
-                    int alignBytes) {
+                    int alignBytes, const LaunchApi &api) {
   auto check = [&](std::string call) {
-    return fmt::format("  if (::CUresult tilec_r = {}; tilec_r != ::CUDA_SUCCESS)\n"
+    return fmt::format("  if ({} tilec_r = {}; tilec_r != {})\n"
                        "    return tilec_r;\n",
-                       call);
+                       api.result, call, api.success);
   };
   switch (p.kind) {
   case thir::ParamKind::Tensor:
-    return {check(fmt::format("::tilec::rt::checkTensor({}, {}, \"{}\", \"{}\")", name,
+    return {check(fmt::format("{}::checkTensor({}, {}, \"{}\", \"{}\")", api.rt, name,
                               std::max(alignBytes, 1), kernel, name)),
             name};
   case thir::ParamKind::Dim:
-    return {check(fmt::format("::tilec::rt::checkDim({}, \"{}\", \"{}\")", name, kernel, name)),
+    return {check(fmt::format("{}::checkDim({}, \"{}\", \"{}\")", api.rt, name, kernel, name)),
             name};
   case thir::ParamKind::Scalar:
     return {"", name};
@@ -405,10 +436,10 @@ struct KernelEntry {
   unsigned persistentBlocksPerSM = 0; // the most any image uses (0: none is persistent)
 };
 
-void appendKernel(std::string &out, const KernelEntry &e, size_t index) {
+void appendKernel(std::string &out, const KernelEntry &e, size_t index, const LaunchApi &api) {
   const thir::Kernel &k = *e.kernel;
   std::vector<std::string> names = launchParamNames(k);
-  HostExpr host(k, names);
+  HostExpr host(k, names, api.rt);
   std::array<std::string, 3> grid;
   for (size_t i = 0; i < 3; ++i)
     grid[i] = k.grid[i] ? host(k.grid[i]) : "::std::int64_t{1}";
@@ -429,13 +460,14 @@ void appendKernel(std::string &out, const KernelEntry &e, size_t index) {
       "  /// block per grid block).\n"
       "  static constexpr unsigned persistent_blocks_per_sm = {};\n",
       e.persistentBlocksPerSM);
-  out += "  /// The launch grid for these arguments (its extents as computed, before the checks).\n"
-         "  static ::tilec::rt::Grid grid(";
+  out += fmt::format("  /// The launch grid for these arguments (its extents as computed, before "
+                     "the checks).\n  static {}::Grid grid(",
+                     api.rt);
   bool first = true;
   for (size_t i = 0; i < k.params.size(); ++i)
     if (isGridArgument(k.params[i])) {
-      out += fmt::format("{}[[maybe_unused]] {} {}", first ? "" : ", ", cxxParamType(k.params[i]),
-                         names[i]);
+      out += fmt::format("{}[[maybe_unused]] {} {}", first ? "" : ", ",
+                         cxxParamType(k.params[i], api), names[i]);
       first = false;
     }
   out += fmt::format(") {{\n    return {{{}, {}, {}}};\n  }}\n}};\n\n", grid[0], grid[1], grid[2]);
@@ -455,22 +487,23 @@ void appendKernel(std::string &out, const KernelEntry &e, size_t index) {
     p.alignBytes = e.alignBytes[i];
     if (isLaunchArgument(p))
       out += fmt::format("/// {}: {}\n", names[i], paramComment(p));
-    code.push_back(paramCode(p, names[i], k.name, p.alignBytes));
+    code.push_back(paramCode(p, names[i], k.name, p.alignBytes, api));
   }
-  out += fmt::format("inline ::CUresult {}(::CUstream stream", fn);
+  out += fmt::format("inline {} {}({} stream", api.result, fn, api.stream);
   for (size_t i = 0; i < k.params.size(); ++i)
     if (isLaunchArgument(k.params[i]))
-      out += fmt::format(", {} {}", cxxParamType(k.params[i]), names[i]);
+      out += fmt::format(", {} {}", cxxParamType(k.params[i], api), names[i]);
   out += ") {\n";
   for (const ParamCode &c : code)
     out += c.setup;
   // Tensor dimensions computed from the checked ones. Their names are free text (a .thir input
   // may hold any string), so they are escaped.
   for (const thir::DimCheck &c : k.dimChecks)
-    out += fmt::format("  if (::CUresult tilec_r = ::tilec::rt::checkDim({}, \"{}\", {}); "
-                       "tilec_r != ::CUDA_SUCCESS)\n    return tilec_r;\n",
-                       host(c.value), k.name, cxxStringLiteral(c.what));
-  out += fmt::format("  const ::tilec::rt::Grid tilec_grid = {}_info::grid(", fn);
+    out += fmt::format("  if ({} tilec_r = {}::checkDim({}, \"{}\", {}); "
+                       "tilec_r != {})\n    return tilec_r;\n",
+                       api.result, api.rt, host(c.value), k.name, cxxStringLiteral(c.what),
+                       api.success);
+  out += fmt::format("  const {}::Grid tilec_grid = {}_info::grid(", api.rt, fn);
   first = true;
   for (size_t i = 0; i < k.params.size(); ++i)
     if (isGridArgument(k.params[i])) {
@@ -498,9 +531,9 @@ void appendKernel(std::string &out, const KernelEntry &e, size_t index) {
       out += fmt::format("{}&{}", i ? ", " : "", code[i].argument);
     out += "};\n";
   }
-  out += fmt::format("  return ::tilec::rt::launch(tilec_detail::state(), tilec_detail::kImages, "
+  out += fmt::format("  return {}::launch(tilec_detail::state(), tilec_detail::kImages, "
                      "{}, tilec_grid,\n                              stream, tilec_args);\n}}\n\n",
-                     index);
+                     api.rt, index);
 }
 
 /// The compute capability an image needs, from the target description of its arch.
@@ -613,9 +646,14 @@ std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderO
     bug(fmt::format("invalid namespace '{}'", opts.ns));
   if (images.empty())
     bug("a header needs at least one image");
-  std::string_view runtime = runtimeHeaderText();
-  if (runtime.find("#ifndef TILEC_RUNTIME_H") == std::string_view::npos)
-    bug("the embedded runtime.h lost its TILEC_RUNTIME_H guard");
+  const LaunchApi &api = launchApiOf(images.front().arch);
+  for (const HeaderImage &img : images)
+    if (&launchApiOf(img.arch) != &api)
+      bug("a header's images are for NVIDIA and AMD targets both");
+  std::string_view runtime = api.runtime();
+  if (runtime.find(fmt::format("#ifndef {}", api.guard)) == std::string_view::npos)
+    bug(fmt::format("the embedded runtime lost its {} guard", api.guard));
+  const bool hip = &api == &kHip;
 
   const thir::Module &m = *images.front().module;
   std::vector<KernelEntry> entries = mergeKernels(images);
@@ -623,13 +661,25 @@ std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderO
   std::string out;
   out += fmt::format("// Generated by tilec from {}. Do not edit.\n",
                      opts.sourceName.empty() ? m.name : opts.sourceName);
-  out += "// Needs only the CUDA Driver API: call cuInit() and make a context current, then call\n"
-         "// the launch functions (they load the module into each context on first use there;\n"
-         "// see runtime below). Argument errors (null or misaligned tensor, dimension <= 0, grid\n"
-         "// beyond the limits) return CUDA_ERROR_INVALID_VALUE before any driver call;\n"
-         "// last_error() says which argument was rejected.\n"
-         "#pragma once\n\n#include <cuda.h>\n\n#include <array>\n#include <cstddef>\n"
-         "#include <cstdint>\n\n";
+  if (hip)
+    out += "// Needs only HIP's module API: select a device (hipSetDevice), then call the launch\n"
+           "// functions (they load the code object on each device on first use there; see\n"
+           "// runtime below). Argument errors (null or misaligned tensor, dimension <= 0, grid\n"
+           "// beyond the limits) return hipErrorInvalidValue before any HIP call; last_error()\n"
+           "// says which argument was rejected. Not yet run on AMD hardware (docs/amd.md).\n";
+  else
+    out +=
+        "// Needs only the CUDA Driver API: call cuInit() and make a context current, then call\n"
+        "// the launch functions (they load the module into each context on first use there;\n"
+        "// see runtime below). Argument errors (null or misaligned tensor, dimension <= 0, grid\n"
+        "// beyond the limits) return CUDA_ERROR_INVALID_VALUE before any driver call;\n"
+        "// last_error() says which argument was rejected.\n";
+  out += "#pragma once\n\n";
+  if (hip) // as in runtime_hip.h: the AMD platform unless the build chose one
+    out += "#if !defined(__HIP_PLATFORM_AMD__) && !defined(__HIP_PLATFORM_NVIDIA__)\n"
+           "#define __HIP_PLATFORM_AMD__\n#endif\n";
+  out += fmt::format("#include {}\n\n#include <array>\n#include <cstddef>\n#include <cstdint>\n\n",
+                     api.include);
   out += runtime;
   if (!runtime.empty() && runtime.back() != '\n')
     out += '\n';
@@ -640,23 +690,33 @@ std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderO
     const HeaderImage &img = images[i];
     body += fmt::format("// {} {}, {} bytes.\nalignas(64) inline constexpr unsigned char "
                         "kImage{}[] = {{",
-                        img.arch, img.kind == BinaryKind::Cubin ? "cubin" : "PTX, NUL-terminated",
+                        img.arch,
+                        hip                             ? "code object"
+                        : img.kind == BinaryKind::Cubin ? "cubin"
+                                                        : "PTX, NUL-terminated",
                         img.binary.size() + (img.kind == BinaryKind::Ptx ? 1 : 0), i);
     appendImage(body, img.binary, img.kind);
     body += "};\n\n";
   }
-  body += fmt::format("inline constexpr ::std::array<::tilec::rt::Image<{}>, {}> kImages = {{{{\n",
+  body += fmt::format("inline constexpr ::std::array<{}::Image<{}>, {}> kImages = {{{{\n", api.rt,
                       n, images.size());
   for (size_t i = 0; i < images.size(); ++i) {
     const HeaderImage &img = images[i];
-    ArchNumbers a = archNumbers(img.arch);
-    body += fmt::format("    {{\"{} {}\", {}, {}, {}, ::tilec::rt::ImageKind::{}, kImage{}, {{{{\n",
-                        img.arch, img.kind == BinaryKind::Cubin ? "cubin" : "PTX", a.major, a.minor,
-                        a.archSpecific ? "true" : "false",
-                        img.kind == BinaryKind::Cubin ? "Cubin" : "Ptx", i);
-    for (const thir::Kernel &k : img.module->kernels)
-      body += fmt::format("        {{\"{}\", {}u, {}u, {}u}},\n", k.name, k.threads,
-                          k.dynamicSharedBytes, k.persistentBlocksPerSM);
+    if (hip) {
+      body += fmt::format("    {{\"{0} code object\", \"{0}\", kImage{1}, {{{{\n", img.arch, i);
+      for (const thir::Kernel &k : img.module->kernels)
+        body +=
+            fmt::format("        {{\"{}\", {}u, {}u}},\n", k.name, k.threads, k.dynamicSharedBytes);
+    } else {
+      ArchNumbers a = archNumbers(img.arch);
+      body += fmt::format(
+          "    {{\"{} {}\", {}, {}, {}, ::tilec::rt::ImageKind::{}, kImage{}, {{{{\n", img.arch,
+          img.kind == BinaryKind::Cubin ? "cubin" : "PTX", a.major, a.minor,
+          a.archSpecific ? "true" : "false", img.kind == BinaryKind::Cubin ? "Cubin" : "Ptx", i);
+      for (const thir::Kernel &k : img.module->kernels)
+        body += fmt::format("        {{\"{}\", {}u, {}u, {}u}},\n", k.name, k.threads,
+                            k.dynamicSharedBytes, k.persistentBlocksPerSM);
+    }
     body += "    }}},\n";
   }
   body += "}};\n\n";
@@ -668,27 +728,32 @@ std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderO
   if (maps)
     body += "template <int Kernel, int Param> inline ::tilec::rt::TensorMapCache &mapCache() {\n"
             "  static ::tilec::rt::TensorMapCache c;\n  return c;\n}\n\n";
-  body += fmt::format("inline ::tilec::rt::ModuleState<{0}> &state() {{\n"
-                      "  static ::tilec::rt::ModuleState<{0}> s;\n  return s;\n}}\n\n",
-                      n);
+  body += fmt::format("inline {1}::ModuleState<{0}> &state() {{\n"
+                      "  static {1}::ModuleState<{0}> s;\n  return s;\n}}\n\n",
+                      n, api.rt);
   body += "} // namespace tilec_detail\n\n";
-  body +=
-      "/// Loads the module into the current context; launches do it lazily when needed.\n"
-      "inline ::CUresult load() {\n"
-      "  const ::tilec::rt::ContextModule<" +
-      std::to_string(n) +
-      "> *tilec_loaded = nullptr;\n"
-      "  return ::tilec::rt::load(tilec_detail::state(), tilec_detail::kImages, tilec_loaded);\n"
-      "}\n\n"
-      "/// Unloads the module from every context it was loaded into; a later launch loads it\n"
+  // Where a module lives: one per CUDA context, one per HIP device.
+  std::string_view where = hip ? "on the current device" : "into the current context";
+  std::string_view everywhere =
+      hip ? "on every device it was loaded on" : "from every context it was loaded into";
+  body += fmt::format(
+      "/// Loads the module {5}; launches do it lazily when needed.\n"
+      "inline {0} load() {{\n"
+      "  const {1}::{2}<{3}> *tilec_loaded = nullptr;\n"
+      "  return {1}::load(tilec_detail::state(), tilec_detail::kImages, tilec_loaded);\n"
+      "}}\n\n"
+      "/// Unloads the module {6}; a later launch loads it\n"
       "/// again. Must not race with launches from this header.\n"
-      "inline void unload() { ::tilec::rt::unload(tilec_detail::state()); }\n\n"
-      "/// The image loaded into the current context (\"sm_90a cubin\"), or null.\n"
-      "inline const char *loaded_image() {\n"
-      "  return ::tilec::rt::loadedImage(tilec_detail::state(), tilec_detail::kImages);\n}\n\n"
+      "inline void unload() {{ {1}::unload(tilec_detail::state()); }}\n\n"
+      "/// The image loaded {7} (\"{4}\"), or null.\n"
+      "inline const char *loaded_image() {{\n"
+      "  return {1}::loadedImage(tilec_detail::state(), tilec_detail::kImages);\n}}\n\n"
       "/// Why the last failed launch or load on this thread failed, in one line (which argument\n"
-      "/// and why); empty when none failed. ::tilec::rt::lastError() has the fields.\n"
-      "inline const char *last_error() { return ::tilec::rt::lastErrorMessage(); }\n\n";
+      "/// and why); empty when none failed. {1}::lastError() has the fields.\n"
+      "inline const char *last_error() {{ return {1}::lastErrorMessage(); }}\n\n",
+      api.result, api.rt, hip ? "DeviceModule" : "ContextModule", n,
+      hip ? "gfx942 code object" : "sm_90a cubin", where, everywhere,
+      hip ? "on the current device" : "into the current context");
   if (!opts.constants.empty()) {
     body += "/// The program's integer and boolean constants as compiled (after -D).\n"
             "namespace constants {\n";
@@ -706,7 +771,7 @@ std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderO
     body += "} // namespace constants\n\n";
   }
   for (size_t i = 0; i < n; ++i)
-    appendKernel(body, entries[i], i);
+    appendKernel(body, entries[i], i, api);
 
   // The inline namespace carries a hash of everything inside it (the images and the launch
   // code), so two headers of one namespace built from different inputs (other -D values) can be

@@ -1,5 +1,6 @@
 // Generates the self-contained C++17 launch header for a compiled module (the contract is
-// "The generated header" in docs/tile-language.md).
+// "The generated header" in docs/tile-language.md): over the CUDA Driver API for NVIDIA targets,
+// over HIP's module API for AMD ones (docs/amd.md).
 #pragma once
 
 #include "threadir/ThreadIR.h"

@@ -21,6 +21,8 @@ config.substitutions.append(("%fakecuda", os.path.join(config.source_root, "test
 config.environment["PATH"] = os.pathsep.join([config.llvm_bin, config.environment.get("PATH", "")])
 if config.have_cuda_h:
     config.available_features.add("cuda-h")
+if os.path.isfile("/usr/include/hip/hip_runtime_api.h"):
+    config.available_features.add("hip-h")
 if config.have_ptxas:
     config.available_features.add("ptxas")
 if os.path.isdir(os.path.join(config.source_root, "..", "shared", "conformance")):
