@@ -15,8 +15,9 @@
 namespace tilec::driver {
 
 namespace detail {
-std::string_view runtimeHeaderBytes();    // generated from runtime.h at build time
-std::string_view runtimeHipHeaderBytes(); // generated from runtime_hip.h at build time
+std::string_view runtimeHeaderBytes();     // generated from runtime.h at build time
+std::string_view runtimeHipHeaderBytes();  // generated from runtime_hip.h at build time
+std::string_view runtimeCoreHeaderBytes(); // generated from runtime_core.h at build time
 } // namespace detail
 
 std::string_view runtimeHeaderText() { return detail::runtimeHeaderBytes(); }
@@ -680,9 +681,15 @@ std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderO
            "#define __HIP_PLATFORM_AMD__\n#endif\n";
   out += fmt::format("#include {}\n\n#include <array>\n#include <cstddef>\n#include <cstdint>\n\n",
                      api.include);
-  out += runtime;
-  if (!runtime.empty() && runtime.back() != '\n')
-    out += '\n';
+  // The core first: the runtime includes it only where it was not pasted.
+  std::string_view core = detail::runtimeCoreHeaderBytes();
+  if (core.find("#ifndef TILEC_RUNTIME_CORE_H") == std::string_view::npos)
+    bug("the embedded runtime_core.h lost its TILEC_RUNTIME_CORE_H guard");
+  for (std::string_view text : {core, runtime}) {
+    out += text;
+    if (!text.empty() && text.back() != '\n')
+      out += '\n';
+  }
 
   size_t n = m.kernels.size();
   std::string body = "namespace tilec_detail {\n\n";

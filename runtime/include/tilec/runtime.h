@@ -21,6 +21,11 @@
 
 #include <cuda.h>
 
+// Pasted ahead of this file in a generated header; included from beside it otherwise.
+#ifndef TILEC_RUNTIME_CORE_H
+#include "runtime_core.h"
+#endif
+
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -76,108 +81,57 @@ template <std::size_t N> inline int imageFit(const Image<N> &img, int major, int
 // ---- Why the last launch or load failed on this thread (for logs): the CUresult stays the
 // error channel, this only adds detail. Set on every failure, never cleared by a success.
 
-enum class ValueKind { None, Integer, Pointer };
+using rtcore::Grid;
+using rtcore::ValueKind;
+using LaunchError = rtcore::LaunchError<CUresult>;
 
-struct LaunchError {
-  CUresult result = CUDA_SUCCESS;
-  const char *kernel = nullptr;   // the launch function (null for load())
-  const char *argument = nullptr; // the rejected argument ("grid" for the grid); null otherwise
-  const char *reason = nullptr;   // what was wrong
-  ValueKind valueKind = ValueKind::None;
-  std::int64_t value = 0; // the rejected value
-};
-
-inline LaunchError &lastErrorSlot() {
-  static thread_local LaunchError e;
-  return e;
-}
+inline LaunchError &lastErrorSlot() { return rtcore::lastErrorSlot<CUresult>(); }
 
 /// The last failure on the calling thread (result CUDA_SUCCESS when there was none).
 inline const LaunchError &lastError() { return lastErrorSlot(); }
 
 /// The last failure as one line, e.g. "matmul_relu: argument 'A' = 0x0: null pointer".
 /// The text lives in a thread-local buffer until the next call on this thread.
-inline const char *lastErrorMessage() {
-  static thread_local char text[256];
-  const LaunchError &e = lastError();
-  if (e.result == CUDA_SUCCESS) {
-    text[0] = '\0';
-    return text;
-  }
-  int n = std::snprintf(text, sizeof text, "%s", e.kernel ? e.kernel : "load");
-  auto rest = [&]() -> std::size_t {
-    return n < 0 || static_cast<std::size_t>(n) >= sizeof text ? 0 : sizeof text - n;
-  };
-  if (e.argument && rest()) {
-    n += std::snprintf(text + n, rest(), ": argument '%s'", e.argument);
-    if (e.valueKind == ValueKind::Integer && rest())
-      n += std::snprintf(text + n, rest(), " = %lld", static_cast<long long>(e.value));
-    else if (e.valueKind == ValueKind::Pointer && rest())
-      n += std::snprintf(text + n, rest(), " = 0x%llx",
-                         static_cast<unsigned long long>(static_cast<std::uint64_t>(e.value)));
-  }
-  if (rest())
-    n += std::snprintf(text + n, rest(), ": %s (CUresult %d)", e.reason ? e.reason : "failed",
-                       static_cast<int>(e.result));
-  return text;
-}
+inline const char *lastErrorMessage() { return rtcore::lastErrorMessage<CUresult>("CUresult"); }
 
 inline CUresult fail(CUresult r, const char *kernel, const char *argument, const char *reason,
                      ValueKind kind = ValueKind::None, std::int64_t value = 0) {
-  lastErrorSlot() = LaunchError{r, kernel, argument, reason, kind, value};
-  return r;
+  return rtcore::fail(r, kernel, argument, reason, kind, value);
 }
 
-// ---- Argument checks. Every failure is CUDA_ERROR_INVALID_VALUE (nothing was launched and the
-// context is untouched), including misalignment: CUDA_ERROR_MISALIGNED_ADDRESS reads as a sticky
-// error of a kernel that ran.
+// ---- Argument checks (rules in runtime_core.h). Every failure is CUDA_ERROR_INVALID_VALUE
+// (nothing was launched and the context is untouched), including misalignment:
+// CUDA_ERROR_MISALIGNED_ADDRESS reads as a sticky error of a kernel that ran.
 
-/// A tensor pointer must be non-null and aligned to what the kernel assumes.
 inline CUresult checkTensor(CUdeviceptr p, std::uint64_t alignBytes, const char *kernel,
                             const char *argument) {
-  if (p == 0)
-    return fail(CUDA_ERROR_INVALID_VALUE, kernel, argument, "null pointer", ValueKind::Pointer, 0);
-  if (alignBytes > 1 && p % alignBytes != 0)
-    return fail(CUDA_ERROR_INVALID_VALUE, kernel, argument,
-                "not aligned to what the kernel assumes", ValueKind::Pointer,
+  if (const char *why = rtcore::tensorProblem(p, alignBytes))
+    return fail(CUDA_ERROR_INVALID_VALUE, kernel, argument, why, ValueKind::Pointer,
                 static_cast<std::int64_t>(p));
   return CUDA_SUCCESS;
 }
 
-/// A symbolic dimension must be positive and fit the 32-bit index arithmetic kernels use.
 inline CUresult checkDim(std::int64_t d, const char *kernel, const char *argument) {
-  if (d <= 0)
-    return fail(CUDA_ERROR_INVALID_VALUE, kernel, argument, "dimension must be > 0",
-                ValueKind::Integer, d);
-  if (d > 2147483647)
-    return fail(CUDA_ERROR_INVALID_VALUE, kernel, argument, "dimension must be < 2^31",
-                ValueKind::Integer, d);
+  if (const char *why = rtcore::dimProblem(d))
+    return fail(CUDA_ERROR_INVALID_VALUE, kernel, argument, why, ValueKind::Integer, d);
   return CUDA_SUCCESS;
 }
-
-/// A launch grid; the generated STEM::KERNEL_grid() functions return it.
-struct Grid {
-  std::int64_t x = 1, y = 1, z = 1;
-};
 
 /// The grid must be non-empty and within the hardware limits.
 inline CUresult checkGrid(const Grid &g, const char *kernel) {
-  constexpr std::int64_t maxX = 2147483647, maxYZ = 65535;
-  const char *reason = nullptr;
   std::int64_t value = 0;
-  if (g.x < 1 || g.x > maxX)
-    reason = "grid.x outside [1, 2^31 - 1]", value = g.x;
-  else if (g.y < 1 || g.y > maxYZ)
-    reason = "grid.y outside [1, 65535]", value = g.y;
-  else if (g.z < 1 || g.z > maxYZ)
-    reason = "grid.z outside [1, 65535]", value = g.z;
-  if (reason)
-    return fail(CUDA_ERROR_INVALID_VALUE, kernel, "grid", reason, ValueKind::Integer, value);
+  if (const char *why = rtcore::gridProblem(g, 2147483647, "grid.x outside [1, 2^31 - 1]", value))
+    return fail(CUDA_ERROR_INVALID_VALUE, kernel, "grid", why, ValueKind::Integer, value);
   return CUDA_SUCCESS;
 }
 
-// ---- Grid arithmetic, with the language's (Python's) integer semantics. A zero divisor gives 0,
-// which checkGrid then rejects instead of the host crashing.
+// ---- Grid arithmetic (runtime_core.h), named here for the generated grid functions.
+using rtcore::floorDiv;
+using rtcore::floorMod;
+using rtcore::max;
+using rtcore::min;
+using rtcore::truncDiv;
+
 // ---- TMA tensor maps ---------------------------------------------------------------------
 // A kernel that loads tiles by TMA takes one CUtensorMap per tiled view of a tensor, encoded
 // here from the launch's pointer and dimensions. Encoding costs about a microsecond, so each
@@ -245,22 +199,6 @@ inline CUresult tensorMap(TensorMapCache &cache, CUtensorMap *out, CUtensorMapDa
   *out = cache.ok ? cache.map : CUtensorMap{};
   return CUDA_SUCCESS;
 }
-
-inline std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
-  if (b == 0)
-    return 0;
-  std::int64_t q = a / b;
-  return (a % b != 0 && ((a % b) < 0) != (b < 0)) ? q - 1 : q;
-}
-inline std::int64_t floorMod(std::int64_t a, std::int64_t b) {
-  if (b == 0)
-    return 0;
-  std::int64_t r = a % b;
-  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
-}
-inline std::int64_t truncDiv(std::int64_t a, std::int64_t b) { return b == 0 ? 0 : a / b; }
-inline std::int64_t min(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
-inline std::int64_t max(std::int64_t a, std::int64_t b) { return a < b ? b : a; }
 
 // ---- Per-context module state.
 

@@ -26,6 +26,11 @@
 #endif
 #include <hip/hip_runtime_api.h>
 
+// Pasted ahead of this file in a generated header; included from beside it otherwise.
+#ifndef TILEC_RUNTIME_CORE_H
+#include "runtime_core.h"
+#endif
+
 #include <array>
 #include <atomic>
 #include <cstddef>
@@ -70,117 +75,57 @@ inline bool archMatches(const char *device, const char *arch) {
 // ---- Why the last launch or load failed on this thread (for logs): the hipError_t stays the
 // error channel, this only adds detail. Set on every failure, never cleared by a success.
 
-enum class ValueKind { None, Integer, Pointer };
+using rtcore::Grid;
+using rtcore::ValueKind;
+using LaunchError = rtcore::LaunchError<hipError_t>;
 
-struct LaunchError {
-  hipError_t result = hipSuccess;
-  const char *kernel = nullptr;   // the launch function (null for load())
-  const char *argument = nullptr; // the rejected argument ("grid" for the grid); null otherwise
-  const char *reason = nullptr;   // what was wrong
-  ValueKind valueKind = ValueKind::None;
-  std::int64_t value = 0; // the rejected value
-};
-
-inline LaunchError &lastErrorSlot() {
-  static thread_local LaunchError e;
-  return e;
-}
+inline LaunchError &lastErrorSlot() { return rtcore::lastErrorSlot<hipError_t>(); }
 
 /// The last failure on the calling thread (result hipSuccess when there was none).
 inline const LaunchError &lastError() { return lastErrorSlot(); }
 
 /// The last failure as one line, e.g. "vector_add: argument 'A' = 0x0: null pointer
 /// (hipError_t 1)". The text lives in a thread-local buffer until the next call on this thread.
-inline const char *lastErrorMessage() {
-  static thread_local char text[256];
-  const LaunchError &e = lastError();
-  text[0] = '\0';
-  if (e.result == hipSuccess)
-    return text;
-  char value[40] = "";
-  if (e.valueKind == ValueKind::Integer)
-    std::snprintf(value, sizeof value, " = %lld", static_cast<long long>(e.value));
-  else if (e.valueKind == ValueKind::Pointer)
-    std::snprintf(value, sizeof value, " = 0x%llx",
-                  static_cast<unsigned long long>(static_cast<std::uint64_t>(e.value)));
-  std::snprintf(text, sizeof text, "%s%s%s%s%s: %s (hipError_t %d)", e.kernel ? e.kernel : "load",
-                e.argument ? ": argument '" : "", e.argument ? e.argument : "",
-                e.argument ? "'" : "", value, e.reason ? e.reason : "failed",
-                static_cast<int>(e.result));
-  return text;
-}
+inline const char *lastErrorMessage() { return rtcore::lastErrorMessage<hipError_t>("hipError_t"); }
 
 inline hipError_t fail(hipError_t r, const char *kernel, const char *argument, const char *reason,
                        ValueKind kind = ValueKind::None, std::int64_t value = 0) {
-  lastErrorSlot() = LaunchError{r, kernel, argument, reason, kind, value};
-  return r;
+  return rtcore::fail(r, kernel, argument, reason, kind, value);
 }
 
-// ---- Argument checks. Every failure is hipErrorInvalidValue: nothing was launched.
+// ---- Argument checks (rules in runtime_core.h). Every failure is hipErrorInvalidValue:
+// nothing was launched.
 
-/// A tensor pointer must be non-null and aligned to what the kernel assumes.
 inline hipError_t checkTensor(hipDeviceptr_t p, std::uint64_t alignBytes, const char *kernel,
                               const char *argument) {
   const auto address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p));
-  if (address == 0)
-    return fail(hipErrorInvalidValue, kernel, argument, "null pointer", ValueKind::Pointer, 0);
-  if (alignBytes > 1 && address % alignBytes != 0)
-    return fail(hipErrorInvalidValue, kernel, argument, "not aligned to what the kernel assumes",
-                ValueKind::Pointer, static_cast<std::int64_t>(address));
+  if (const char *why = rtcore::tensorProblem(address, alignBytes))
+    return fail(hipErrorInvalidValue, kernel, argument, why, ValueKind::Pointer,
+                static_cast<std::int64_t>(address));
   return hipSuccess;
 }
 
-/// A symbolic dimension must be positive and fit the 32-bit index arithmetic kernels use.
 inline hipError_t checkDim(std::int64_t d, const char *kernel, const char *argument) {
-  if (d <= 0)
-    return fail(hipErrorInvalidValue, kernel, argument, "dimension must be > 0", ValueKind::Integer,
-                d);
-  if (d > 2147483647)
-    return fail(hipErrorInvalidValue, kernel, argument, "dimension must be < 2^31",
-                ValueKind::Integer, d);
+  if (const char *why = rtcore::dimProblem(d))
+    return fail(hipErrorInvalidValue, kernel, argument, why, ValueKind::Integer, d);
   return hipSuccess;
 }
 
-/// A launch grid; the generated STEM::KERNEL_info::grid() functions return it.
-struct Grid {
-  std::int64_t x = 1, y = 1, z = 1;
-};
-
-/// The grid must be non-empty, within the limits the kernels index by (y and z below 2^16) and
-/// within HSA's 32-bit grid size in work-items.
+/// Besides the limits the kernels index by, HSA's 32-bit grid size in work-items.
 inline hipError_t checkGrid(const Grid &g, unsigned threads, const char *kernel) {
-  constexpr std::int64_t maxYZ = 65535, maxItems = 4294967295;
-  const char *reason = nullptr;
   std::int64_t value = 0;
-  if (g.x < 1 || g.x > maxItems / threads)
-    reason = "grid.x outside [1, 2^32 / threads)", value = g.x;
-  else if (g.y < 1 || g.y > maxYZ)
-    reason = "grid.y outside [1, 65535]", value = g.y;
-  else if (g.z < 1 || g.z > maxYZ)
-    reason = "grid.z outside [1, 65535]", value = g.z;
-  if (reason)
-    return fail(hipErrorInvalidValue, kernel, "grid", reason, ValueKind::Integer, value);
+  if (const char *why = rtcore::gridProblem(g, std::int64_t{4294967295} / threads,
+                                            "grid.x outside [1, 2^32 / threads)", value))
+    return fail(hipErrorInvalidValue, kernel, "grid", why, ValueKind::Integer, value);
   return hipSuccess;
 }
 
-// ---- Grid arithmetic, with the language's (Python's) integer semantics. A zero divisor gives 0,
-// which checkGrid then rejects instead of the host crashing.
-
-inline std::int64_t floorDiv(std::int64_t a, std::int64_t b) {
-  if (b == 0)
-    return 0;
-  std::int64_t q = a / b;
-  return (a % b != 0 && ((a % b) < 0) != (b < 0)) ? q - 1 : q;
-}
-inline std::int64_t floorMod(std::int64_t a, std::int64_t b) {
-  if (b == 0)
-    return 0;
-  std::int64_t r = a % b;
-  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
-}
-inline std::int64_t truncDiv(std::int64_t a, std::int64_t b) { return b == 0 ? 0 : a / b; }
-inline std::int64_t min(std::int64_t a, std::int64_t b) { return a < b ? a : b; }
-inline std::int64_t max(std::int64_t a, std::int64_t b) { return a < b ? b : a; }
+// ---- Grid arithmetic (runtime_core.h), named here for the generated grid functions.
+using rtcore::floorDiv;
+using rtcore::floorMod;
+using rtcore::max;
+using rtcore::min;
+using rtcore::truncDiv;
 
 // ---- Per-device module state.
 
