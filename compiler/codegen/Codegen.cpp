@@ -12,6 +12,7 @@
 #include <llvm/Analysis/LoopAnalysisManager.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InlineAsm.h>
+#include <llvm/IR/IntrinsicsAMDGPU.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/MDBuilder.h>
@@ -305,6 +306,9 @@ private:
     if constexpr (!nvidiaOnly<Op>().empty())
       if (opts_.target.isAmd())
         unsupported(fmt::format("{} on {}", nvidiaOnly<Op>(), opts_.target.arch));
+    if constexpr (std::is_same_v<Op, thir::Mfma>)
+      if (!opts_.target.isAmd())
+        unsupported(fmt::format("mfma on {}", opts_.target.arch));
   }
 
   void stmt(const thir::DeclVar &d) { storeVar(d.id, expr(d.init), d.init->type); }
@@ -815,6 +819,23 @@ private:
       out = b_.CreateInsertElement(out, b_.CreateExtractValue(r, static_cast<unsigned>(i)),
                                    static_cast<uint64_t>(i));
     return out;
+  }
+  Value *exprOp(const thir::Mfma &m, const Node &) {
+    // The bf16 forms take their inputs as i16 (the `_1k` forms: four per lane, as f16's).
+    bool bf16 = m.inputType == DType::BFloat16;
+    llvm::Intrinsic::ID id = m.m == 32 ? (bf16 ? llvm::Intrinsic::amdgcn_mfma_f32_32x32x8bf16_1k
+                                               : llvm::Intrinsic::amdgcn_mfma_f32_32x32x8f16)
+                                       : (bf16 ? llvm::Intrinsic::amdgcn_mfma_f32_16x16x16bf16_1k
+                                               : llvm::Intrinsic::amdgcn_mfma_f32_16x16x16f16);
+    Value *a = expr(m.a), *bv = expr(m.b);
+    if (bf16) {
+      auto *i16x4 = llvm::FixedVectorType::get(b_.getInt16Ty(), 4);
+      a = b_.CreateBitCast(a, i16x4);
+      bv = b_.CreateBitCast(bv, i16x4);
+    }
+    // cbsz, abid, blgp 0: no broadcast between blocks (one block per instruction).
+    return math::callIntrinsic(b_, id, {},
+                               {a, bv, expr(m.c), b_.getInt32(0), b_.getInt32(0), b_.getInt32(0)});
   }
   Value *exprOp(const thir::MmaSync &m, const Node &n) {
     // No single intrinsic covers f16 and bf16 with the same operand types: inline PTX, with the

@@ -90,6 +90,7 @@ private:
              std::holds_alternative<thir::ShflXor>(e->op) ||
              std::holds_alternative<thir::Shfl>(e->op) ||
              std::holds_alternative<thir::MmaSync>(e->op) ||
+             std::holds_alternative<thir::Mfma>(e->op) ||
              std::holds_alternative<thir::Wgmma>(e->op))
       u = false;
     if (u)

@@ -146,6 +146,10 @@ private:
     return fmt::format("mma.m16n8k16.{}({}, {}, {})", dtypeName(m.inputType), expr(m.a, k),
                        expr(m.b, k), expr(m.c, k));
   }
+  std::string exprOp(const Mfma &m, const Node &, const Kernel &k) {
+    return fmt::format("mfma.m{}n{}k{}.{}({}, {}, {})", m.m, m.n, m.k, dtypeName(m.inputType),
+                       expr(m.a, k), expr(m.b, k), expr(m.c, k));
+  }
   std::string exprOp(const Bitcast &b, const Node &n, const Kernel &k) {
     return fmt::format("bitcast<{}>({})", typeString(n.type), expr(b.a, k));
   }
@@ -377,6 +381,19 @@ Expr mmaSync(Expr a, Expr b, Expr c, DType inputType) {
       (inputType != DType::Float16 && inputType != DType::BFloat16))
     misuse("mmaSync operand types");
   return make({DType::Float32, 4}, MmaSync{std::move(a), std::move(b), std::move(c), inputType});
+}
+
+Expr mfma(Expr a, Expr b, Expr c, int m, int n, int k, DType inputType) {
+  requireExpr(a, "mfma");
+  requireExpr(b, "mfma");
+  requireExpr(c, "mfma");
+  bool shape = (m == 32 && n == 32 && k == 8) || (m == 16 && n == 16 && k == 16);
+  if (!shape || (inputType != DType::Float16 && inputType != DType::BFloat16) ||
+      !(a->type == Type{inputType, 4}) || !(b->type == Type{inputType, 4}) ||
+      !(c->type == Type{DType::Float32, m * n / 64}))
+    misuse("mfma operand types or shape");
+  Type t = c->type;
+  return make(t, Mfma{std::move(a), std::move(b), std::move(c), m, n, k, inputType});
 }
 
 Expr sharedAddress(Expr byteOffset) {

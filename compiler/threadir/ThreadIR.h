@@ -168,6 +168,15 @@ struct MmaSync {
   Expr a, b, c;
   DType inputType;
 };
+/// `v_mfma_f32_{m}x{n}x{k}_{f16|bf16}` of one 64-lane wavefront (AMD; the shapes of
+/// TargetInfo::mfmaShapes): a and b are the lane's four 16-bit inputs (inputType x 4), c its
+/// accumulator items (Float32 x m*n/64), in the layouts of analysis/MfmaLayout.h; the result is
+/// D = A*B + C (c's type).
+struct Mfma {
+  Expr a, b, c;
+  int m = 32, n = 32, k = 8;
+  DType inputType = DType::Float16;
+};
 /// Reinterprets the bits of `a` as Node::type (same total width).
 struct Bitcast {
   Expr a;
@@ -221,7 +230,7 @@ struct Node {
   Type type;
   std::variant<ConstInt, ConstFloat, ParamRef, SpecialReg, VarRef, Unary, Binary, Select, Cast,
                Broadcast, GlobalLoad, ExtractLane, MakeVector, ShflXor, SharedLoad, LdMatrix,
-               MmaSync, Bitcast, SharedAddress, Wgmma, Shfl>
+               MmaSync, Bitcast, SharedAddress, Wgmma, Shfl, Mfma>
       op;
 };
 
@@ -479,6 +488,7 @@ std::string regionSuffix(const std::optional<SmemRegion> &region);
 /// ".turnpassB", or nothing.
 std::string turnSuffix(const Wgmma::Turn &turn);
 Expr mmaSync(Expr a, Expr b, Expr c, DType inputType);
+Expr mfma(Expr a, Expr b, Expr c, int m, int n, int k, DType inputType);
 Expr bitcast(Expr a, Type t);
 Expr sharedAddress(Expr byteOffset);
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
@@ -521,7 +531,7 @@ template <class F> void forEachOperand(const Node &n, F &&f) {
         } else if constexpr (std::is_same_v<T, SharedLoad> || std::is_same_v<T, LdMatrix> ||
                              std::is_same_v<T, SharedAddress>) {
           f(op.byteOffset);
-        } else if constexpr (std::is_same_v<T, MmaSync>) {
+        } else if constexpr (std::is_same_v<T, MmaSync> || std::is_same_v<T, Mfma>) {
           f(op.a);
           f(op.b);
           f(op.c);

@@ -939,6 +939,17 @@ private:
       auto args = arguments(3);
       return make(loc, {DType::Float32, 4}, MmaSync{args[0], args[1], args[2], *input});
     }
+    if (parts[0] == "mfma") {
+      int m = 0, n = 0, k = 0;
+      auto input = parts.size() == 3 ? parseDType(parts[2]) : std::nullopt;
+      bool shape = parts.size() == 3 && (parts[1] == "m32n32k8" || parts[1] == "m16n16k16");
+      if (!input || !shape)
+        return badForm("mfma.m32n32k8 or mfma.m16n16k16, then .float16 or .bfloat16");
+      std::tie(m, n, k) = parts[1] == "m32n32k8" ? std::tuple{32, 32, 8} : std::tuple{16, 16, 16};
+      auto args = arguments(3);
+      return make(loc, {DType::Float32, m * n / 64},
+                  Mfma{args[0], args[1], args[2], m, n, k, *input});
+    }
     if (parts[0] == "wgmma")
       return wgmma(loc, parts, badForm);
     if (parts[0] == "shfl") {

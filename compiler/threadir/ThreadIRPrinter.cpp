@@ -216,6 +216,10 @@ private:
     return fmt::format("mma.m16n8k16.{}({}, {}, {})", dtypeName(m.inputType), expr(m.a), expr(m.b),
                        expr(m.c));
   }
+  std::string exprOp(const Mfma &m, const Node &) {
+    return fmt::format("mfma.m{}n{}k{}.{}({}, {}, {})", m.m, m.n, m.k, dtypeName(m.inputType),
+                       expr(m.a), expr(m.b), expr(m.c));
+  }
   std::string exprOp(const Bitcast &b, const Node &n) {
     return fmt::format("bitcast<{}>({})", typeString(n.type), expr(b.a));
   }

@@ -600,6 +600,22 @@ private:
     if (m.inputType != DType::Float16 && m.inputType != DType::BFloat16)
       error(&n, fmt::format("mma on {} (float16 or bfloat16)", dtypeName(m.inputType)));
   }
+  void check(const Mfma &m, const Node &n) {
+    bool shape = (m.m == 32 && m.n == 32 && m.k == 8) || (m.m == 16 && m.n == 16 && m.k == 16);
+    if (!shape) {
+      error(&n, fmt::format("mfma m{}n{}k{} (m32n32k8 or m16n16k16)", m.m, m.n, m.k));
+      return;
+    }
+    if (m.inputType != DType::Float16 && m.inputType != DType::BFloat16) {
+      error(&n, fmt::format("mfma on {} (float16 or bfloat16)", dtypeName(m.inputType)));
+      return;
+    }
+    requireType(&n, m.a, {m.inputType, 4}, "mfma operand A");
+    requireType(&n, m.b, {m.inputType, 4}, "mfma operand B");
+    requireType(&n, m.c, {DType::Float32, m.m * m.n / 64}, "mfma operand C");
+    if (!(n.type == m.c->type))
+      error(&n, fmt::format("mfma typed {}", ts(n.type)));
+  }
   void check(const Bitcast &b, const Node &n) {
     if (b.a->type.elem == DType::Bool || n.type.elem == DType::Bool)
       error(&n, "bitcast of or to bool");

@@ -305,6 +305,16 @@ TEST_CASE("the verifier reports what codegen would treat as a compiler bug") {
       errors("  var v0: float32x4 = mma.m16n8k16.float32(vector<int32x4>(1:int32, 1:int32, "
              "1:int32, 1:int32), vector<int32x2>(1:int32, 1:int32), broadcast<float32x4>(1.0))"),
       "mma on float32 (float16 or bfloat16)"));
+  CHECK(has(errors("  var v0: float32x4 = mfma.m16n16k16.float32(broadcast<float32x4>(1.0), "
+                   "broadcast<float32x4>(1.0), broadcast<float32x4>(0.0))"),
+            "mfma on float32 (float16 or bfloat16)"));
+  CHECK(
+      has(errors("  var v0: float32x4 = mfma.m16n16k16.float16(broadcast<float16x4>(1.0:float16), "
+                 "broadcast<float16x4>(1.0:float16), broadcast<float32x16>(0.0))"),
+          "mfma operand C must be float32x4, not float32x16"));
+  CHECK(has(errors("  var v0: float32x4 = mfma.m16n8k16.float16(broadcast<float16x4>(1.0), "
+                   "broadcast<float16x4>(1.0), broadcast<float32x4>(0.0))"),
+            "mfma.m32n32k8 or mfma.m16n16k16"));
   const char *desc = "cast<int64>(smem_address(0:int32))";
   CHECK(has(errors(fmt::format("  var v0: float32x4 = wgmma.m64n8k32.float8_e4m3.b_mn_major("
                                "broadcast<float32x4>(1.0), [acc 0: {}, {}])",
