@@ -274,9 +274,10 @@ private:
     cache_.clear();
   }
 
-  // The thread IR operations only NVIDIA's instruction set has. Lowering does not produce them
-  // for other targets; a thread IR file may still hold them.
-  template <class Op> static constexpr std::string_view nvidiaOnly() {
+  // The thread IR operations that need an instruction some targets lack: its name, and whether
+  // opts_.target has it. Lowering asks the same TargetInfo features before it produces them; a
+  // thread IR file may still hold them.
+  template <class Op> static constexpr std::string_view instructionName() {
     using namespace thir;
     if constexpr (std::is_same_v<Op, CpAsync> || std::is_same_v<Op, CpAsyncCommit> ||
                   std::is_same_v<Op, CpAsyncWait>)
@@ -286,29 +287,56 @@ private:
       return "mbarriers";
     else if constexpr (std::is_same_v<Op, TmaLoad>)
       return "TMA";
-    else if constexpr (std::is_same_v<Op, FenceProxyAsync> || std::is_same_v<Op, FenceCta>)
-      return "proxy fences";
+    else if constexpr (std::is_same_v<Op, FenceProxyAsync>)
+      return "async-proxy fences";
+    else if constexpr (std::is_same_v<Op, FenceCta>)
+      return "fence.acq_rel.cta";
     else if constexpr (std::is_same_v<Op, SetMaxNReg>)
       return "setmaxnreg";
     else if constexpr (std::is_same_v<Op, Wgmma> || std::is_same_v<Op, WgmmaWait> ||
-                       std::is_same_v<Op, WarpgroupTurn> || std::is_same_v<Op, SharedAddress>)
+                       std::is_same_v<Op, WarpgroupTurn>)
       return "wgmma";
+    else if constexpr (std::is_same_v<Op, SharedAddress>)
+      return "shared-window addresses";
     else if constexpr (std::is_same_v<Op, LdMatrix>)
       return "ldmatrix";
     else if constexpr (std::is_same_v<Op, MmaSync>)
       return "mma.sync";
+    else if constexpr (std::is_same_v<Op, Mfma>)
+      return "mfma";
     else if constexpr (std::is_same_v<Op, Printf>)
       return "print";
     else
       return {};
   }
+  template <class Op> bool targetHas() const {
+    using namespace thir;
+    const target::TargetInfo &t = opts_.target;
+    if constexpr (std::is_same_v<Op, CpAsync> || std::is_same_v<Op, CpAsyncCommit> ||
+                  std::is_same_v<Op, CpAsyncWait>)
+      return t.hasCpAsync;
+    else if constexpr (std::is_same_v<Op, TmaLoad>)
+      return t.hasTma;
+    else if constexpr (std::is_same_v<Op, FenceProxyAsync>)
+      return t.hasAsyncProxyFence;
+    else if constexpr (std::is_same_v<Op, SetMaxNReg>)
+      return t.hasSetmaxnreg;
+    else if constexpr (std::is_same_v<Op, Wgmma> || std::is_same_v<Op, WgmmaWait> ||
+                       std::is_same_v<Op, WarpgroupTurn>)
+      return t.hasWgmma;
+    else if constexpr (std::is_same_v<Op, LdMatrix> || std::is_same_v<Op, MmaSync>)
+      return !t.mmaSyncShapes.empty();
+    else if constexpr (std::is_same_v<Op, Mfma>)
+      return !t.mfmaShapes.empty();
+    else if constexpr (std::is_same_v<Op, Printf>)
+      return t.hasDevicePrintf;
+    else // mbarriers, fence.acq_rel.cta and shared-window addresses: every NVIDIA target (sm_80+)
+      return t.isa == target::Isa::Ptx;
+  }
   template <class Op> void requireIsaHas() {
-    if constexpr (!nvidiaOnly<Op>().empty())
-      if (opts_.target.isAmd())
-        unsupported(fmt::format("{} on {}", nvidiaOnly<Op>(), opts_.target.arch));
-    if constexpr (std::is_same_v<Op, thir::Mfma>)
-      if (!opts_.target.isAmd())
-        unsupported(fmt::format("mfma on {}", opts_.target.arch));
+    if constexpr (!instructionName<Op>().empty())
+      if (!targetHas<Op>())
+        unsupported(fmt::format("{} on {}", instructionName<Op>(), opts_.target.arch));
   }
 
   void stmt(const thir::DeclVar &d) { storeVar(d.id, expr(d.init), d.init->type); }
