@@ -32,6 +32,10 @@ int64_t FragmentLayout::slots() const {
     return (warpTileM() / 16) * 2;
   case Kind::MmaOperandB:
     return (operandK() / 16) * (operandWarpN() / 8) * 4;
+  case Kind::MfmaAccumulator:
+    return (warpTileM() / 16) * (warpTileN() / 16) * 4;
+  case Kind::MfmaRows:
+    return (warpTileM() / 16) * 4;
   }
   return total();
 }
@@ -44,6 +48,8 @@ int64_t FragmentLayout::copiesPerElement() const {
     return groupThreads();
   case Kind::MmaRows:
     return 4 * warpsN;
+  case Kind::MfmaRows:
+    return 16 * warpsN;
   case Kind::MmaOperandB:
     return warpsM;
   default:
@@ -59,6 +65,9 @@ bool FragmentLayout::rowsOf(const FragmentLayout &p) const {
   if (kind == Kind::MmaRows)
     return (p.kind == Kind::MmaAccumulator || p.kind == Kind::MmaRows) && p.warpsM == warpsM &&
            p.warpsN == warpsN && p.warpgroup == warpgroup;
+  if (kind == Kind::MfmaRows)
+    return (p.kind == Kind::MfmaAccumulator || p.kind == Kind::MfmaRows) && p.warpsM == warpsM &&
+           p.warpsN == warpsN;
   return false;
 }
 
@@ -106,6 +115,17 @@ std::optional<int64_t> FragmentLayout::elementAt(int64_t t, int64_t slot) const 
     int64_t k = (block / ni) * 16 + 2 * t4 + (i & 1) + 8 * (i >> 1);
     return nByK ? n * shape[1] + k : k * shape[1] + n;
   }
+  case Kind::MfmaRows: {
+    int64_t wave = t / 64, group = (t % 64) / 16;
+    return tileRow(warpRow(wave), slot / 4) + 4 * group + slot % 4;
+  }
+  case Kind::MfmaAccumulator: {
+    int64_t wave = t / 64, lane = t % 64;
+    int64_t ni = warpTileN() / 16, block = slot / 4, i = slot % 4;
+    int64_t row = tileRow(warpRow(wave), block / ni) + 4 * (lane / 16) + i;
+    int64_t col = warpCol(wave) * warpTileN() + (block % ni) * 16 + lane % 16;
+    return row * shape[1] + col;
+  }
   }
   return std::nullopt;
 }
@@ -142,14 +162,23 @@ std::string FragmentLayout::describe() const {
     return fmt::format("mma.sync m16n8k16 B operand ({}): {} x {} warps, {} columns per warp "
                        "column, held alike by its {} warps",
                        nByK ? "N x K" : "K x N", warpsM, warpsN, operandWarpN(), warpsM);
+  case Kind::MfmaAccumulator:
+    return fmt::format("MFMA 16x16x16 accumulator: {} x {} wavefronts, {} x {} per wavefront",
+                       warpsM, warpsN, warpTileM(), warpTileN());
+  case Kind::MfmaRows:
+    return fmt::format("rows of an MFMA accumulator ({} x {} wavefronts): row i held by the 16 "
+                       "lanes that share it in each of the {} wavefronts of its row",
+                       warpsM, warpsN, warpsN);
   }
   return "";
 }
 
 std::variant<WarpGrid, std::string> gemmWarpGrid(int64_t M, int64_t N, int64_t threads,
-                                                 tile::GemmPolicy policy) {
-  int64_t W = threads / target::kWarpSize;
-  auto fits = [&](int64_t wm, int64_t wn) { return M % (16 * wm) == 0 && N % (8 * wn) == 0; };
+                                                 tile::GemmPolicy policy, GemmAtom atom) {
+  int64_t W = threads / atom.warpLanes;
+  auto fits = [&](int64_t wm, int64_t wn) {
+    return M % (atom.atomM * wm) == 0 && N % (atom.atomN * wn) == 0;
+  };
   std::optional<WarpGrid> best;
   for (int64_t wm = 1; wm <= W; ++wm) {
     if (W % wm != 0)
@@ -170,9 +199,11 @@ std::variant<WarpGrid, std::string> gemmWarpGrid(int64_t M, int64_t N, int64_t t
   if (best)
     return *best;
   static constexpr const char *names[] = {"Square", "FullRow", "FullCol"};
-  return fmt::format("the {} x {} accumulator cannot be split over {} warps with "
-                     "GemmWarpPolicy.{} (each warp needs a multiple of 16 rows and 8 columns)",
-                     M, N, W, names[static_cast<int>(policy)]);
+  const char *warps = atom.warpLanes == 64 ? "wavefront" : "warp";
+  return fmt::format("the {} x {} accumulator cannot be split over {} {}{} with "
+                     "GemmWarpPolicy.{} (each {} needs a multiple of {} rows and {} columns)",
+                     M, N, W, warps, W == 1 ? "" : "s", names[static_cast<int>(policy)], warps,
+                     atom.atomM, atom.atomN);
 }
 
 std::optional<WgmmaPlan> planWgmma(const tile::Gemm &g, int64_t threads) {
@@ -403,6 +434,12 @@ public:
         l.warpsM = src->second.warpsM;
         l.warpsN = src->second.warpsN;
         l.warpgroup = src->second.warpgroup;
+      } else if (src != byGroup.end() &&
+                 src->second.kind == FragmentLayout::Kind::MfmaAccumulator && r.dim == 1 &&
+                 l.shape.size() == 1) {
+        l.kind = FragmentLayout::Kind::MfmaRows;
+        l.warpsM = src->second.warpsM;
+        l.warpsN = src->second.warpsN;
       } else {
         l.kind = FragmentLayout::Kind::Replicated;
       }
@@ -537,6 +574,8 @@ private:
     l.shape = shape;
     l.threads = threads_;
     l.vector = 2;
+    if (opts_.mfma)
+      return mfmaGemm(g, loc, std::move(l));
     std::optional<WgmmaPlan> wg = opts_.wgmma ? planWgmma(g, threads_) : std::nullopt;
     if (wg) {
       l.warpgroup = true;
@@ -594,6 +633,30 @@ private:
       lb.fixedAt = loc;
       strict_.push_back({b, lb});
     }
+  }
+
+  /// gemm on MFMA 16x16x16: the accumulator of wavefronts; both operands come from shared
+  /// memory (lowering stages a fragment A there).
+  void mfmaGemm(const tile::Gemm &g, SourceLoc loc, FragmentLayout l) {
+    const tile::BufferPtr &c = g.c.buffer, &b = g.b.buffer;
+    if (b->scope == tile::Scope::Fragment) {
+      gemmErrors_.push_back(
+          {loc,
+           fmt::format("not supported yet: gemm with B ('{}') in registers on MFMA", b->name)});
+      return;
+    }
+    l.kind = FragmentLayout::Kind::MfmaAccumulator;
+    l.vector = 1; // a lane holds four rows of one column
+    auto grid = gemmWarpGrid(l.shape[0], l.shape[1], threads_, g.policy, {64, 16, 16});
+    if (auto *err = std::get_if<std::string>(&grid)) {
+      gemmErrors_.push_back({loc, *err});
+      return;
+    }
+    l.warpsM = std::get<WarpGrid>(grid).warpsM;
+    l.warpsN = std::get<WarpGrid>(grid).warpsN;
+    l.fixedBy = fmt::format("gemm at line {} (accumulator '{}', MFMA)", loc.line, c->name);
+    l.fixedAt = loc;
+    strict_.push_back({c, l});
   }
 
   void parallel(const tile::For &f) {

@@ -33,6 +33,15 @@
 //    column hold the same elements. In an n8 x k16 block, lane (4g + t) holds (n g, k 2t),
 //    (g, 2t+1), (g, 2t+8), (g, 2t+9) (PTX ISA, mma.m16n8k16 B fragment). Slot
 //    ((kk * NI + ni) * 4 + i) is block (ni, kk) of the warp's NI = WN / 8 column blocks.
+//  - MfmaAccumulator (2-D (M, N), strict): the accumulator of gemm on AMD's MFMA 16x16x16
+//    (analysis/MfmaLayout.h). 64-lane wavefronts form a warpsM x warpsN grid (wavefront w at
+//    (w / warpsN, w % warpsN)), each owning a (M / warpsM) x (N / warpsN) tile of 16 x 16
+//    blocks; in a block, lane l holds rows 4 (l / 16) .. + 3 of column l % 16. Slot
+//    ((mi * NI + ni) * 4 + i) is row 16 mi + 4 (l / 16) + i, column 16 ni + l % 16 of the
+//    wavefront's tile.
+//  - MfmaRows (1-D (M,)): one value per MfmaAccumulator row, held by the 16 lanes that share it
+//    in each of the warpsN wavefronts of its row: slot (mi * 4 + i) is row
+//    wM * WM + 16 mi + 4 (l / 16) + i. The result of reducing an MfmaAccumulator along its rows.
 //
 // Propagation ("common"): fragments that meet in a Parallel loop or a fragment-to-fragment copy
 // share one layout; a group that holds a reduction's result takes the layout the reduction's
@@ -60,7 +69,9 @@ struct FragmentLayout {
     GroupReplicated,
     MmaAccumulator,
     MmaRows,
-    MmaOperandB
+    MmaOperandB,
+    MfmaAccumulator,
+    MfmaRows
   };
   Kind kind = Kind::Flat;
   std::vector<int64_t> shape;
@@ -71,7 +82,14 @@ struct FragmentLayout {
   bool warpgroup = false;         // MmaAccumulator/MmaRows: the wgmma arrangement of warps
   bool nByK = true;               // MmaOperandB: the shape is (N, K) rather than (K, N)
   int64_t warpTileM() const { return shape[0] / warpsM; }
-  int64_t warpTileN() const { return shape[1] / warpsN; } // MmaAccumulator only
+  int64_t warpTileN() const { return shape[1] / warpsN; } // the accumulators only
+  /// The lanes of the warps the layout is defined on: 64-lane wavefronts for MFMA, 32 else.
+  bool mfma() const { return kind == Kind::MfmaAccumulator || kind == Kind::MfmaRows; }
+  int64_t warpLanes() const { return mfma() ? 64 : 32; }
+  /// Whether this is the accumulator of a gemm (mma.sync, wgmma or MFMA).
+  bool gemmAccumulator() const {
+    return kind == Kind::MmaAccumulator || kind == Kind::MfmaAccumulator;
+  }
   /// MmaOperandB: the N and K extents, and the columns each warp column holds.
   int64_t operandN() const { return nByK ? shape[0] : shape[1]; }
   int64_t operandK() const { return nByK ? shape[1] : shape[0]; }
@@ -94,7 +112,9 @@ struct FragmentLayout {
   int64_t warpCol(int64_t w) const { return warpColOf(w); }
   int64_t tileRow(int64_t wm, int64_t mi) const { return tileRowOf(wm, mi); }
   /// A layout that holds one value per row of a 2-D parent layout (GroupReplicated, MmaRows).
-  bool rowValues() const { return kind == Kind::GroupReplicated || kind == Kind::MmaRows; }
+  bool rowValues() const {
+    return kind == Kind::GroupReplicated || kind == Kind::MmaRows || kind == Kind::MfmaRows;
+  }
   /// Whether `parent` (a 2-D distributed layout) holds rows the way this row layout does.
   bool rowsOf(const FragmentLayout &parent) const;
   int64_t total() const;
@@ -108,7 +128,7 @@ struct FragmentLayout {
   int64_t stepsPerRow() const { return (chunksPerRow() + groupThreads() - 1) / groupThreads(); }
   bool distributed() const {
     return kind == Kind::Flat || kind == Kind::RowGroups || kind == Kind::MmaAccumulator ||
-           kind == Kind::MmaOperandB;
+           kind == Kind::MmaOperandB || kind == Kind::MfmaAccumulator;
   }
   /// Threads that hold each element of a distributed layout (the warps of a warp column for
   /// MmaOperandB).
@@ -138,12 +158,16 @@ struct FragmentLayout {
 std::optional<std::string> verifyOwnership(const FragmentLayout &l);
 
 /// The warp grid of a gemm's accumulator under `policy` for a (M, N) tile and `threads`
-/// threads, or an error message.
+/// threads, or an error message. Each warp's tile is made of atomM x atomN blocks (16 x 8 for
+/// mma.sync, 16 x 16 for MFMA) on warps of `warpLanes` lanes.
 struct WarpGrid {
   int64_t warpsM = 1, warpsN = 1;
 };
+struct GemmAtom {
+  int64_t warpLanes = 32, atomM = 16, atomN = 8;
+};
 std::variant<WarpGrid, std::string> gemmWarpGrid(int64_t M, int64_t N, int64_t threads,
-                                                 tile::GemmPolicy policy);
+                                                 tile::GemmPolicy policy, GemmAtom atom = {});
 
 /// How a gemm runs on wgmma: the warpgroup grid (warpgroups along M and N) and the N of each
 /// instruction. Nullopt when the gemm cannot use wgmma (operand types, shapes that do not split
@@ -170,6 +194,8 @@ struct InferenceOptions {
   /// The threads that compute one tile, when not the kernel's `threads` (its consumers split
   /// into groups, each on its own tiles: lower::PipelinePlan::tileGroups).
   std::optional<int64_t> threads;
+  /// The target has MFMA (AMD): gemm accumulators take the MFMA 16x16x16 layout.
+  bool mfma = false;
 };
 
 /// Layouts of every fragment and local buffer of `k`, by buffer id. Reports an error (and

@@ -40,6 +40,10 @@ const char *kindName(analysis::FragmentLayout::Kind k) {
     return "mma_rows";
   case analysis::FragmentLayout::Kind::MmaOperandB:
     return "mma_operand_b";
+  case analysis::FragmentLayout::Kind::MfmaAccumulator:
+    return "mfma_accumulator";
+  case analysis::FragmentLayout::Kind::MfmaRows:
+    return "mfma_rows";
   }
   return "?";
 }
@@ -52,8 +56,8 @@ ordered_json fragmentLayoutJson(const analysis::FragmentLayout &l, bool full) {
   j["groups"] = l.groups;
   if (l.kind == analysis::FragmentLayout::Kind::MmaAccumulator ||
       l.kind == analysis::FragmentLayout::Kind::MmaRows ||
-      l.kind == analysis::FragmentLayout::Kind::MmaOperandB) {
-    j["instruction"] = l.warpgroup ? "wgmma" : "mma.sync";
+      l.kind == analysis::FragmentLayout::Kind::MmaOperandB || l.mfma()) {
+    j["instruction"] = l.mfma() ? "mfma" : l.warpgroup ? "wgmma" : "mma.sync";
     j["warps_m"] = l.warpsM;
     j["warps_n"] = l.warpsN;
   }

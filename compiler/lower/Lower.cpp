@@ -909,10 +909,6 @@ bool supportedOnAmd(const tile::Kernel &k, const target::TargetInfo &t, Diagnost
                                          k.threads, t.warpSize, t.arch));
     ok = false;
   }
-  if (const tile::Stmt *g = findStmt<tile::Gemm>(k.body)) {
-    diags.error(g->loc, fmt::format("not supported yet: gemm on {} (MFMA)", t.arch));
-    ok = false;
-  }
   if (const tile::Stmt *pr = findStmt<tile::Print>(k.body)) {
     diags.error(pr->loc, fmt::format("not supported yet: print on {}", t.arch));
     ok = false;
@@ -931,7 +927,8 @@ bool inferLayouts(const tile::Program &p, const target::TargetInfo &t, Diagnosti
       ok = false;
       continue;
     }
-    ok = analysis::inferFragmentLayouts(p.kernels[i], diags, {t.hasWgmma},
+    ok = analysis::inferFragmentLayouts(p.kernels[i], diags,
+                                        {t.hasWgmma, std::nullopt, !t.mfmaShapes.empty()},
                                         plan.kernels[i].fragments) &&
          ok;
   }

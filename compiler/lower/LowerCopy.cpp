@@ -294,8 +294,8 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
   // For loads into shared memory (operand tiles) and stores of gemm accumulators, where the
   // registers matter; for the other fragments the per-chunk form measured faster (rmsnorm_silu
   // 96-97% vs 86-87% of the copy bandwidth with the whole-tile branch on its loads or stores).
-  bool wholeTile = vectorPath && ((!toGlobal && chip.smemOffset) ||
-                                  (toGlobal && l.kind == FragmentLayout::Kind::MmaAccumulator));
+  bool wholeTile =
+      vectorPath && ((!toGlobal && chip.smemOffset) || (toGlobal && l.gemmAccumulator()));
   std::optional<TileChecks> checks;
   if (wholeTile)
     checks = tileChecks(glob, static_cast<int>(v));
@@ -334,6 +334,15 @@ thir::Expr KernelLowering::soleWriter(const FragmentLayout &l, int64_t slot, thi
     // Lane 0 of each quad in the first warp of the warp row.
     thir::Expr w =
         thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(4)), i32(0));
+    if (l.warpsN > 1)
+      w = thir::binary(thir::BinOp::And, w,
+                       thir::binary(thir::BinOp::Eq, mmaWarp(l, thread()).col, i32(0)));
+    return w;
+  }
+  case FragmentLayout::Kind::MfmaRows: {
+    // Lane 0 of each 16-lane group in the first wavefront of the wavefront row.
+    thir::Expr w =
+        thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(16)), i32(0));
     if (l.warpsN > 1)
       w = thir::binary(thir::BinOp::And, w,
                        thir::binary(thir::BinOp::Eq, mmaWarp(l, thread()).col, i32(0)));

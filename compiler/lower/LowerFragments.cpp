@@ -19,8 +19,8 @@ namespace tilec::lower::detail {
 using analysis::FragmentLayout;
 
 MmaWarp mmaWarp(const FragmentLayout &l, thir::Expr thread) {
-  // The mma instruction families are defined on 32-lane warps.
-  IndexExpr warp = IndexExpr{std::move(thread)} / target::kWarpSize;
+  // The mma instruction families are defined on 32-lane warps, MFMA on 64-lane wavefronts.
+  IndexExpr warp = IndexExpr{std::move(thread)} / l.warpLanes();
   return {l.warpRowOf(warp).e, l.warpColOf(warp).e};
 }
 
@@ -278,6 +278,37 @@ std::vector<ChunkRef> KernelLowering::chunksOf(const FragmentLayout &l) {
           if (acc) {
             c.index.push_back(thir::binary(thir::BinOp::Add, colBase, i32(ni * 8)));
             c.range.push_back(Interval{ni * 8, (l.warpsN - 1) * WN + ni * 8 + 6});
+          }
+          out.push_back(std::move(c));
+        }
+    }
+    break;
+  }
+  case FragmentLayout::Kind::MfmaAccumulator:
+  case FragmentLayout::Kind::MfmaRows: {
+    // Single elements: lane l holds rows 4 (l / 16) + i of column l % 16 in each 16 x 16 block.
+    bool acc = l.kind == FragmentLayout::Kind::MfmaAccumulator;
+    int64_t WN = acc ? l.warpTileN() : 16, NI = WN / 16;
+    thir::Expr lane = thir::binary(thir::BinOp::Mod, tid, i32(64));
+    thir::Expr group4 =
+        thir::binary(thir::BinOp::Mul, thir::binary(thir::BinOp::FloorDiv, lane, i32(16)), i32(4));
+    MmaWarp w = mmaWarp(l, thread());
+    thir::Expr colBase =
+        thir::binary(thir::BinOp::Add, thir::binary(thir::BinOp::Mul, w.col, i32(WN)),
+                     thir::binary(thir::BinOp::Mod, lane, i32(16)));
+    for (int64_t mi = 0; mi < l.warpTileM() / 16; ++mi) {
+      int64_t lo = l.tileRow(0, mi), hi = l.tileRow(l.warpsM - 1, mi);
+      thir::Expr row = thir::binary(thir::BinOp::Add, mmaTileRow(l, w.row, mi), group4);
+      for (int64_t ni = 0; ni < NI; ++ni)
+        for (int64_t i = 0; i < 4; ++i) {
+          ChunkRef c;
+          c.slot0 = acc ? (mi * NI + ni) * 4 + i : mi * 4 + i;
+          c.rowIter = mi * 4 + i;
+          c.index = {thir::binary(thir::BinOp::Add, row, i32(i))};
+          c.range = {Interval{lo + i, hi + 12 + i}};
+          if (acc) {
+            c.index.push_back(thir::binary(thir::BinOp::Add, colBase, i32(ni * 16)));
+            c.range.push_back(Interval{ni * 16, (l.warpsN - 1) * WN + ni * 16 + 15});
           }
           out.push_back(std::move(c));
         }
@@ -699,7 +730,10 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
   // (RowGroups -> GroupReplicated, MmaAccumulator -> MmaRows); otherwise the result is
   // replicated over the block.
   bool grouped = ld.rowValues() && ld.rowsOf(ls);
-  bool mma = grouped && ls.kind == FragmentLayout::Kind::MmaAccumulator;
+  bool mma = grouped && ls.gemmAccumulator();
+  // The lanes of a warp that share an accumulator row: the 4 of an mma quad, the 16 of an
+  // MFMA lane group.
+  int64_t rowLanes = ls.kind == FragmentLayout::Kind::MfmaAccumulator ? 16 : 4;
   if (!grouped && ld.kind != FragmentLayout::Kind::Replicated) {
     unsupported(s.loc, fmt::format("a reduction from '{}' ({}) into '{}' ({})", src->name,
                                    ls.describe(), dst->name, ld.describe()));
@@ -759,7 +793,7 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
     // Across the lanes that share a row (a butterfly within the lanes of a row group, or the
     // 4 lanes of an mma quad), then across the warps that share it through shared memory.
     int64_t laneSpan =
-        mma ? 4
+        mma ? rowLanes
             : std::min<int64_t>(grouped ? ls.groupThreads() : ls.threads, opts_.target.warpSize);
     for (int64_t i = 0; i < nPartial; ++i)
       for (int64_t mask = laneSpan / 2; mask >= 1; mask /= 2)
@@ -774,9 +808,10 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
       thir::Expr tid = thread();
       thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(opts_.target.warpSize));
       thir::Expr lane = thir::binary(thir::BinOp::Mod, tid, i32(opts_.target.warpSize));
-      // An mma warp holds 8 rows per partial (one per quad): entry (i, warp, quad).
-      int64_t rowsPerWarp = mma ? 8 : 1;
-      thir::Expr quad = mma ? thir::binary(thir::BinOp::FloorDiv, lane, i32(4)) : i32(0);
+      // An mma warp holds 8 rows per partial (one per quad), an MFMA wavefront 4 (one per lane
+      // group): entry (i, warp, quad).
+      int64_t rowsPerWarp = mma ? opts_.target.warpSize / rowLanes : 1;
+      thir::Expr quad = mma ? thir::binary(thir::BinOp::FloorDiv, lane, i32(rowLanes)) : i32(0);
       int64_t totalWarps = ls.threads / opts_.target.warpSize;
       out_.dynamicSharedBytes = std::max<int>(
           out_.dynamicSharedBytes,
@@ -792,8 +827,9 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
                             thir::binary(thir::BinOp::Mul, e, i32(bytes)));
       };
       thir::IfStmt leader;
-      leader.cond = thir::binary(thir::BinOp::Eq,
-                                 mma ? thir::binary(thir::BinOp::Mod, lane, i32(4)) : lane, i32(0));
+      leader.cond =
+          thir::binary(thir::BinOp::Eq,
+                       mma ? thir::binary(thir::BinOp::Mod, lane, i32(rowLanes)) : lane, i32(0));
       for (int64_t i = 0; i < nPartial; ++i)
         leader.then.push_back({thir::SharedStore{entryOffset(warp, i), pvar(i)}});
       out.push_back({std::move(leader)});

@@ -68,6 +68,8 @@ void KernelLowering::lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::B
     return;
   if (isOnChip(C) && fragmentLayouts_.at(C->id).warpgroup)
     return lowerGemmWgmma(s, g, out);
+  if (isOnChip(C) && fragmentLayouts_.at(C->id).kind == FragmentLayout::Kind::MfmaAccumulator)
+    return lowerGemmMfma(s, g, out);
   const FragmentLayout *la = nullptr;
   if (A->scope != tile::Scope::Shared) {
     // A in registers: its accumulator layout must give each warp the rows of C it computes and

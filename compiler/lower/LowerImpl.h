@@ -370,6 +370,7 @@ private:
   sharedElement(const tile::BufferPtr &b, const std::vector<tile::Expr> &idx);
   void lowerGemm(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
   void lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
+  void lowerGemmMfma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out);
   /// float8 gemm runs on wgmma only (both operands K-major in shared memory, float32
   /// accumulators); reports the first thing it cannot take and returns false.
   bool checkFloat8Gemm(const tile::Stmt &s, const tile::Gemm &g);

@@ -408,7 +408,8 @@ bool layOutForGroups(const tile::Kernel &k, const target::TargetInfo &t, KernelP
     SourceManager sm;
     DiagnosticEngine quiet(sm);
     fragments.clear();
-    if (!analysis::inferFragmentLayouts(k, quiet, {t.hasWgmma, kThreads}, fragments))
+    if (!analysis::inferFragmentLayouts(k, quiet, {t.hasWgmma, kThreads, !t.mfmaShapes.empty()},
+                                        fragments))
       return false;
   }
   int64_t slots = 0;

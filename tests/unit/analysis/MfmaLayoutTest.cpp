@@ -7,11 +7,18 @@
 //  - TileLang's tilelang/intrinsics/mfma_layout.py (the 16x16 layouts its AMD gemm uses).
 #include "analysis/MfmaLayout.h"
 
+#include "analysis/FragmentLayout.h"
+
 #include <doctest/doctest.h>
 
 using namespace tilec;
+using analysis::FragmentLayout;
+using analysis::gemmWarpGrid;
 using analysis::MatrixIndex;
+using analysis::mfmaElement;
 using analysis::MfmaOperand;
+using analysis::verifyOwnership;
+using analysis::WarpGrid;
 using target::MmaShape;
 
 namespace {
@@ -91,4 +98,53 @@ TEST_CASE("bf16 has the layouts of f16; other shapes have none") {
   CHECK_THROWS_AS(analysis::mfmaItems(MmaShape{16, 8, 16, DType::Float16}, MfmaOperand::A),
                   std::logic_error);
   CHECK_THROWS_AS(analysis::mfmaElement(k16x16x16, MfmaOperand::A, 64, 0), std::logic_error);
+}
+
+TEST_CASE("an MFMA gemm accumulator tiles each wavefront's part with v_mfma 16x16x16 blocks") {
+  // The fragment layout gemm lowering on AMD uses (analysis/FragmentLayout.h): wavefront w of a
+  // warpsM x warpsN grid, block (mi, ni) of its tile, item i of lane l holds the accumulator
+  // element mfmaElement gives for (l, i), offset by the block's place.
+  const MmaShape &atom = k16x16x16;
+  const int64_t cases[][4] = {{128, 128, 2, 1}, {64, 64, 4, 1}, {64, 512, 1, 4}, {32, 32, 1, 1}};
+  for (const auto &c : cases) {
+    FragmentLayout l;
+    l.kind = FragmentLayout::Kind::MfmaAccumulator;
+    l.shape = {c[0], c[1]};
+    l.warpsM = c[2];
+    l.warpsN = c[3];
+    l.threads = 64 * l.warpsM * l.warpsN;
+    CAPTURE(c[0]);
+    CAPTURE(c[1]);
+    CHECK_FALSE(verifyOwnership(l).has_value());
+    int64_t WM = l.warpTileM(), WN = l.warpTileN(), NI = WN / 16;
+    REQUIRE(l.slots() == WM / 16 * NI * 4);
+    for (int64_t t = 0; t < l.threads; ++t) {
+      int64_t wave = t / 64, lane = t % 64;
+      for (int64_t slot = 0; slot < l.slots(); ++slot) {
+        int64_t block = slot / 4, mi = block / NI, ni = block % NI;
+        MatrixIndex e = mfmaElement(atom, MfmaOperand::Accumulator, lane, slot % 4);
+        int64_t row = wave / l.warpsN * WM + 16 * mi + e.row;
+        int64_t col = wave % l.warpsN * WN + 16 * ni + e.col;
+        CHECK(l.elementAt(t, slot) == row * l.shape[1] + col);
+      }
+    }
+    // Its row values: held by the 16 lanes of a row in each wavefront of the row.
+    FragmentLayout rows = l;
+    rows.kind = FragmentLayout::Kind::MfmaRows;
+    rows.shape = {c[0]};
+    CHECK(rows.rowsOf(l));
+    CHECK_FALSE(verifyOwnership(rows).has_value());
+    for (int64_t t = 0; t < l.threads; ++t)
+      for (int64_t s = 0; s < rows.slots(); ++s)
+        CHECK(rows.elementAt(t, s) == *l.elementAt(t, s / 4 * NI * 4 + s % 4) / l.shape[1]);
+  }
+}
+
+TEST_CASE("gemm's wavefront grid on MFMA needs 16 x 16 blocks") {
+  auto grid = gemmWarpGrid(128, 128, 256, tile::GemmPolicy::Square, {64, 16, 16});
+  REQUIRE(std::holds_alternative<WarpGrid>(grid));
+  CHECK(std::get<WarpGrid>(grid).warpsM * std::get<WarpGrid>(grid).warpsN == 4);
+  auto bad = gemmWarpGrid(32, 8, 64, tile::GemmPolicy::Square, {64, 16, 16});
+  REQUIRE(std::holds_alternative<std::string>(bad));
+  CHECK(std::get<std::string>(bad).find("1 wavefront with") != std::string::npos);
 }
