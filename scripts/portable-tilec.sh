@@ -16,8 +16,9 @@ llvm_config=${LLVM_CONFIG:-/usr/lib/llvm-22/bin/llvm-config}
 
 rm -rf "$out/tilec" && mkdir -p "$out/tilec/bin" "$out/tilec/lib" "$out/tilec/share/tilec/stdlib"
 archives=$(find "$build/compiler" -name 'libtilec_*.a' | sort)
-# The LLVM components tilec uses (the NVPTX back end and what it needs), linked statically.
-llvm_libs=$("$llvm_config" --link-static --libs nvptx passes ipo codegen target mc asmprinter \
+# The LLVM components tilec uses (the NVPTX and AMDGPU back ends and what they need), linked
+# statically.
+llvm_libs=$("$llvm_config" --link-static --libs nvptx amdgpu passes ipo codegen target mc asmprinter \
   irreader bitwriter)
 fmt_lib=$(ldd "$build/bin/tilec" | awk '/libfmt/ {print $3}')
 ${CXX:-g++} -O2 -o "$out/tilec/bin/tilec" "$build/compiler/driver/CMakeFiles/tilec.dir/main.cpp.o" \

@@ -74,7 +74,7 @@ int main(int argc, char **argv) {
   std::string layoutDetail = "summary";
 
   CLI::App app{"tilec: ahead-of-time compiler for .tile GPU kernels"};
-  app.set_version_flag("--version", std::string("tilec 0.1.0 (LLVM 22, NVPTX)"));
+  app.set_version_flag("--version", std::string("tilec 0.1.0 (LLVM 22, NVPTX and AMDGPU)"));
   app.require_subcommand(1);
 
   std::vector<std::string> inputs;
