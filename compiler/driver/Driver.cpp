@@ -477,12 +477,6 @@ int runCompile(const DriverOptions &opts, std::ostream &out, std::ostream &err) 
     s.diags.error({}, fmt::format("--embed ptx needs an NVIDIA --arch ({} has no PTX)", arch0));
     return s.flush();
   }
-  if (amd && opts.emit.count("c-header")) {
-    s.diags.error({}, fmt::format("not supported yet: the C header for {} (the C++ HIP header "
-                                  "is there: --emit header)",
-                                  arch0));
-    return s.flush();
-  }
   bool several = archs->size() > 1;
   if (several && !opts.dumpAfter.empty()) {
     s.diags.error({}, "--dump-after needs a single --arch");

@@ -814,12 +814,18 @@ std::string generateCHeader(const std::vector<HeaderImage> &images, const Header
     bug(fmt::format("invalid namespace '{}'", opts.ns));
   std::vector<KernelEntry> entries = mergeKernels(images);
   const thir::Module &m = *images.front().module;
+  const LaunchApi &api = launchApiOf(images.front().arch);
+  // The C spellings of the API's types (no leading "::").
+  const std::string_view result = api.result.substr(2), stream = api.stream.substr(2);
+  std::string include = fmt::format("#include {}\n", api.include);
+  if (&api == &kHip) // as the C++ header does: Debian's HIP headers need the platform named
+    include = "#ifndef __HIP_PLATFORM_AMD__\n#define __HIP_PLATFORM_AMD__\n#endif\n" + include;
   std::string prefix = cPrefix(opts.ns);
   std::string guard = "TILEC_C_API_" + prefix;
   for (char &c : guard)
     c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  auto cType = [](const thir::Param &p) -> std::string {
-    std::string t = cxxParamType(p);
+  auto cType = [&api](const thir::Param &p) -> std::string {
+    std::string t = cxxParamType(p, api);
     if (t.rfind("::std::", 0) == 0)
       return t.substr(7);
     return t.rfind("::", 0) == 0 ? t.substr(2) : t;
@@ -831,16 +837,17 @@ std::string generateCHeader(const std::vector<HeaderImage> &images, const Header
       " * foreign-function interfaces. Declarations only, unless one C++ translation unit of the\n"
       " * library defines TILEC_C_API_IMPLEMENTATION before including this file; that one\n"
       " * defines the functions (with default visibility, so a shared library exports them). */\n"
-      "#ifndef {}\n#define {}\n\n#include <cuda.h>\n\n#include <stdbool.h>\n#include <stdint.h>\n\n"
+      "#ifndef {}\n#define {}\n\n{}\n#include <stdbool.h>\n#include <stdint.h>\n\n"
       "#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n",
-      opts.sourceName.empty() ? m.name : opts.sourceName, opts.ns, cxxHeaderName, guard, guard);
+      opts.sourceName.empty() ? m.name : opts.sourceName, opts.ns, cxxHeaderName, guard, guard,
+      include);
   out += fmt::format("/* Loads the module into the current context (launches do it lazily). */\n"
-                     "CUresult {0}_load(void);\n"
+                     "{1} {0}_load(void);\n"
                      "/* Unloads the module from every context it was loaded into. */\n"
                      "void {0}_unload(void);\n"
                      "/* Why the last failed launch on this thread failed (which argument, why). "
                      "*/\nconst char *{0}_last_error(void);\n\n",
-                     prefix);
+                     prefix, result);
   if (!opts.constants.empty()) {
     // Macros, as C has no typed compile-time constants of 64 bits; `_constant_` keeps them
     // apart from the functions (a constant may be named `load`).
@@ -856,10 +863,10 @@ std::string generateCHeader(const std::vector<HeaderImage> &images, const Header
     out += "\n";
   }
   std::string impl;
-  impl += fmt::format("CUresult {0}_load(void) {{ return ::{1}::load(); }}\n"
+  impl += fmt::format("{2} {0}_load(void) {{ return ::{1}::load(); }}\n"
                       "void {0}_unload(void) {{ ::{1}::unload(); }}\n"
                       "const char *{0}_last_error(void) {{ return ::{1}::last_error(); }}\n",
-                      prefix, opts.ns);
+                      prefix, opts.ns, result);
   for (const KernelEntry &e : entries) {
     const thir::Kernel &k = *e.kernel;
     std::vector<std::string> names = launchParamNames(k);
@@ -871,7 +878,7 @@ std::string generateCHeader(const std::vector<HeaderImage> &images, const Header
         "/* {}: {} threads a block, {} bytes of dynamic shared memory. */\n"
         "enum {{\n  {}_threads_per_block = {},\n  {}_dynamic_shared_bytes = {}\n}};\n",
         k.name, k.threads, k.dynamicSharedBytes, cfn, k.threads, cfn, k.dynamicSharedBytes);
-    std::string params = "CUstream stream", args = "stream", gridParams, gridArgs;
+    std::string params = fmt::format("{} stream", stream), args = "stream", gridParams, gridArgs;
     for (size_t i = 0; i < k.params.size(); ++i) {
       if (!isLaunchArgument(k.params[i]))
         continue;
@@ -885,13 +892,13 @@ std::string generateCHeader(const std::vector<HeaderImage> &images, const Header
     out += fmt::format("/* The launch grid for these arguments, as x, y, z. */\n"
                        "void {}_grid({}int64_t grid[3]);\n",
                        cfn, gridParams);
-    out += fmt::format("CUresult {}({});\n\n", cfn, params);
+    out += fmt::format("{} {}({});\n\n", result, cfn, params);
     impl += fmt::format("void {}_grid({}int64_t grid[3]) {{\n"
-                        "  const ::tilec::rt::Grid g = ::{}::{}_info::grid({});\n"
+                        "  const {}::Grid g = ::{}::{}_info::grid({});\n"
                         "  grid[0] = g.x;\n  grid[1] = g.y;\n  grid[2] = g.z;\n}}\n",
-                        cfn, gridParams, opts.ns, fn, gridArgs);
-    impl +=
-        fmt::format("CUresult {}({}) {{ return ::{}::{}({}); }}\n", cfn, params, opts.ns, fn, args);
+                        cfn, gridParams, api.rt, opts.ns, fn, gridArgs);
+    impl += fmt::format("{} {}({}) {{ return ::{}::{}({}); }}\n", result, cfn, params, opts.ns, fn,
+                        args);
   }
   out += "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n";
   out += fmt::format("#if defined(__cplusplus) && defined(TILEC_C_API_IMPLEMENTATION)\n"
