@@ -3,21 +3,25 @@
 // float64 CPU reference on fresh random inputs with a poisoned output at ragged and square
 // sizes, and time at 4096^3 (the cuBLAS peer is measured by scripts/peers.py in the same run).
 #include "gpu_common.h"
+#ifdef TILEC_GPU_TEST_HIP // AMD (scripts/gpu-test-hip.sh): the samples as written, on MFMA
+#include "gemm_bias_gelu.h"
+#include "gemm_relu.h"
+#else
 #include "sm_80/gemm_bias_gelu.h"
 #include "sm_80/gemm_relu.h"
 #include "sm_90a/gemm_bias_gelu.h"
 #include "sm_90a/gemm_relu.h"
 #include "tiled/gemm_bias_gelu.h"
 #include "tiled/gemm_relu.h"
+#endif
 
 using namespace gputest;
 
 namespace {
 
-using ReluFn = CUresult (*)(CUstream, CUdeviceptr, CUdeviceptr, CUdeviceptr, int64_t, int64_t,
+using ReluFn = CUresult (*)(CUstream, LaunchPtr, LaunchPtr, LaunchPtr, int64_t, int64_t, int64_t);
+using GeluFn = CUresult (*)(CUstream, LaunchPtr, LaunchPtr, LaunchPtr, LaunchPtr, int64_t, int64_t,
                             int64_t);
-using GeluFn = CUresult (*)(CUstream, CUdeviceptr, CUdeviceptr, CUdeviceptr, CUdeviceptr, int64_t,
-                            int64_t, int64_t);
 
 double geluTanh(double x) {
   return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
@@ -123,6 +127,12 @@ int main() {
   // The sm_90a builds are persistent: they walk more tiles than fit on the GPU at once (4096^3:
   // 1024 tiles of 128x128), with ragged edges (1000^3, 333x517x200) and a single tile. "tiled":
   // --no-persistent, one block per tile (gemm_bias_gelu at 128x256x64).
+#ifdef TILEC_GPU_TEST_HIP
+  for (const Case &c : cases) {
+    failures += runRelu(kMainArch, tile::gemm_relu::matmul_relu, rng, c);
+    failures += runGelu(kMainArch, tile::gemm_bias_gelu::gemm_bias_gelu, rng, c);
+  }
+#else
   for (const Case &c : cases) {
     failures += runRelu("tiled", tile::tiled::gemm_relu::matmul_relu, rng, c);
     failures += runGelu("tiled", tile::tiled::gemm_bias_gelu::gemm_bias_gelu, rng, c);
@@ -133,5 +143,6 @@ int main() {
     failures += runGelu("sm_90a", tile::gemm_bias_gelu::gemm_bias_gelu, rng, c);
     failures += runGelu("sm_80", tile::sm80::gemm_bias_gelu::gemm_bias_gelu, rng, c);
   }
+#endif
   return verdict("gemm", failures);
 }

@@ -19,10 +19,23 @@
 
 namespace gputest {
 
+#ifdef TILEC_GPU_TEST_HIP
+/// What the generated launch functions take for a tensor: HIP's pointer (tests/gpu/hip/cuda.h
+/// builds these programs for AMD GPUs), or CUDA's integer address.
+using LaunchPtr = hipDeviceptr_t;
+inline LaunchPtr launchPtr(CUdeviceptr p) { return tilecHipPtr(p); }
+/// The target the programs' main kernels are compiled for.
+inline constexpr const char *kMainArch = "gfx942";
+#else
+using LaunchPtr = CUdeviceptr;
+inline LaunchPtr launchPtr(CUdeviceptr p) { return p; }
+inline constexpr const char *kMainArch = "sm_90a";
+#endif
+
 inline void check(CUresult r, const char *what, int line) {
   if (r != CUDA_SUCCESS) {
     const char *name = nullptr;
-    cuGetErrorName(r, &name);
+    (void)cuGetErrorName(r, &name);
     std::fprintf(stderr, "FAIL: %s returned %s (line %d)\n", what, name ? name : "?", line);
     std::exit(2);
   }
@@ -59,6 +72,10 @@ public:
       CK(cuMemFree(ptr_));
   }
   operator CUdeviceptr() const { return ptr_; }
+#ifdef TILEC_GPU_TEST_HIP
+  // The HIP launch headers take HIP's pointer type (tests/gpu/hip/cuda.h).
+  operator hipDeviceptr_t() const { return tilecHipPtr(ptr_); }
+#endif
 
 private:
   CUdeviceptr ptr_ = 0;

@@ -3,18 +3,22 @@
 // inputs with a poisoned output, ragged and large M, bandwidth next to a d2d copy.
 #include "gpu_common.h"
 #include "rmsnorm_silu.h"
+#ifndef TILEC_GPU_TEST_HIP
 #include "sm_80/rmsnorm_silu.h"
+#endif
 
 using namespace gputest;
 
-using RmsFn = CUresult (*)(CUstream, CUdeviceptr, CUdeviceptr, CUdeviceptr, float, int64_t);
+using RmsFn = CUresult (*)(CUstream, LaunchPtr, LaunchPtr, LaunchPtr, float, int64_t);
 
 int run(const char *arch, RmsFn fn);
 
 int main() {
   init();
-  int failures = run("sm_90a", tile::rmsnorm_silu::rmsnorm_silu);
+  int failures = run(kMainArch, tile::rmsnorm_silu::rmsnorm_silu);
+#ifndef TILEC_GPU_TEST_HIP
   failures += run("sm_80", tile::sm80::rmsnorm_silu::rmsnorm_silu);
+#endif
   return verdict("rmsnorm_silu", failures);
 }
 
@@ -26,7 +30,9 @@ int run(const char *arch, RmsFn fn) {
   DeviceBuffer dw = upload(w);
   return halfRowsTable(
       "rmsnorm_silu", arch, "D", D, 1.f, rng, {int64_t{1}, int64_t{1003}, int64_t{1} << 16},
-      [&](CUdeviceptr x, CUdeviceptr y, int64_t M) { return fn(nullptr, x, dw, y, eps, M); },
+      [&](CUdeviceptr x, CUdeviceptr y, int64_t M) {
+        return fn(nullptr, launchPtr(x), dw, launchPtr(y), eps, M);
+      },
       [&](const std::vector<uint16_t> &x, int64_t M) {
         return rmsnormSiluReference(x, w, M, D, eps);
       });

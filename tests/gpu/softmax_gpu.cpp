@@ -2,19 +2,23 @@
 // error against a float64 CPU reference on fresh random inputs with a poisoned output, at ragged
 // and large M, and bandwidth next to a device-to-device copy measured in the same run.
 #include "gpu_common.h"
+#ifndef TILEC_GPU_TEST_HIP
 #include "sm_80/softmax.h"
+#endif
 #include "softmax.h"
 
 using namespace gputest;
 
-using SoftmaxFn = CUresult (*)(CUstream, CUdeviceptr, CUdeviceptr, int64_t);
+using SoftmaxFn = CUresult (*)(CUstream, LaunchPtr, LaunchPtr, int64_t);
 
 int run(const char *arch, SoftmaxFn fn);
 
 int main() {
   init();
-  int failures = run("sm_90a", tile::softmax::softmax);
+  int failures = run(kMainArch, tile::softmax::softmax);
+#ifndef TILEC_GPU_TEST_HIP
   failures += run("sm_80", tile::sm80::softmax::softmax);
+#endif
   return verdict("softmax", failures);
 }
 
@@ -24,7 +28,9 @@ int run(const char *arch, SoftmaxFn fn) {
   return halfRowsTable(
       "softmax", arch, "N", N, 3.f, rng,
       {int64_t{1}, int64_t{1001}, int64_t{4099}, int64_t{1} << 16},
-      [&](CUdeviceptr x, CUdeviceptr y, int64_t M) { return fn(nullptr, x, y, M); },
+      [&](CUdeviceptr x, CUdeviceptr y, int64_t M) {
+        return fn(nullptr, launchPtr(x), launchPtr(y), M);
+      },
       [&](const std::vector<uint16_t> &x, int64_t M) {
         std::vector<double> ref(x.size());
         for (int64_t r = 0; r < M; ++r) {

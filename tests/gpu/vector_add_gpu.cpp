@@ -68,7 +68,7 @@ int main() {
       {"null C", tile::vector_add::vector_add(nullptr, d, d, 0, 16)},
       {"N = 0", tile::vector_add::vector_add(nullptr, d, d, d, 0)},
       {"N < 0", tile::vector_add::vector_add(nullptr, d, d, d, -5)},
-      {"misaligned B", tile::vector_add::vector_add(nullptr, d, d + 4, d, 16)},
+      {"misaligned B", tile::vector_add::vector_add(nullptr, d, launchPtr(d + 4), d, 16)},
       {"N > 2^31-1", tile::vector_add::vector_add(nullptr, d, d, d, int64_t{1} << 40)},
   };
   for (const Case &c : cases) {
