@@ -635,10 +635,18 @@ bool KernelLowering::dependsOnLanesIndex(const std::vector<tile::Expr> &idx,
 // A serial loop of a few per-thread statements that reads global memory runs kLoadUnroll
 // iterations at a time, so that their loads are in flight together rather than one latency per
 // iteration (as nvcc unrolls such a loop of a CUDA kernel): MLA decode's combine of 64 splits
-// waited for one partial row per iteration.
+// waited for one partial row per iteration. A loop of at most kMaxFullUnroll iterations and
+// kFullUnrollStatements statements in all is unrolled completely, every load in flight at once:
+// the combine of 32 splits then took 6.7-7.2 us instead of 11.7 at batch 1. Both bounds are
+// measured (docs/results.md, 2026-12-05): unrolled completely, the combine's 64 splits x 5
+// statements kept 320 loaded values live and spilled (51 us instead of 12-20), and its two
+// 64-iteration loops of one statement alone ran faster at batch 1 (17.7 us against 19.6) but
+// slower at batch 8 (69 against 51).
 namespace {
 constexpr int kLoadUnroll = 8;
 constexpr int64_t kMaxUnrolledStatements = 32;
+constexpr int64_t kMaxFullUnroll = 32;
+constexpr int64_t kFullUnrollStatements = 160;
 
 /// The statements one thread runs for one pass over `body` (a Parallel loop's elements divided
 /// over `threads`; eight copies of a large body would only grow the code), or nullopt where it
@@ -686,12 +694,16 @@ std::optional<int64_t> statementsPerThread(const tile::Body &body, int64_t threa
   return total;
 }
 
-/// Whether a serial loop over `body`, `count` times, is unrolled by kLoadUnroll.
-bool unrollsLoads(const tile::Body &body, std::optional<int64_t> count, int64_t threads) {
+/// How a serial loop over `body`, `count` times, is unrolled: 0 not at all, -1 completely,
+/// else by that factor.
+int loadUnroll(const tile::Body &body, std::optional<int64_t> count, int64_t threads) {
   bool reads = false;
   auto statements = statementsPerThread(body, threads, reads);
-  return count && *count >= kLoadUnroll * 2 && reads && statements &&
-         *statements <= kMaxUnrolledStatements;
+  if (!count || *count < kLoadUnroll * 2 || !reads || !statements ||
+      *statements > kMaxUnrolledStatements)
+    return 0;
+  return *count <= kMaxFullUnroll && *count * *statements <= kFullUnrollStatements ? -1
+                                                                                   : kLoadUnroll;
 }
 } // namespace
 
@@ -712,9 +724,12 @@ void KernelLowering::lowerSerial(const tile::Stmt &s, const tile::For &f, thir::
   loop.end = thir::cast(extent, Type{DType::Int32});
   loop.step = thir::constInt(1, DType::Int32);
   loop.unroll = f.kind == tile::LoopKind::Unroll;
-  if (f.kind == tile::LoopKind::Serial &&
-      unrollsLoads(f.body, tile::asConstInt(f.extents[0]), tileThreads_))
-    loop.unrollCount = kLoadUnroll;
+  if (f.kind == tile::LoopKind::Serial) {
+    int unroll = loadUnroll(f.body, tile::asConstInt(f.extents[0]), tileThreads_);
+    loop.unroll = loop.unroll || unroll < 0;
+    if (unroll > 0)
+      loop.unrollCount = unroll;
+  }
   thir::Expr it = thir::var(counter, Type{DType::Int32});
   thir::Expr value = f.step ? thir::binary(thir::BinOp::Mul, it,
                                            thir::cast(lowerExpr(f.step, {}), Type{DType::Int32}))
