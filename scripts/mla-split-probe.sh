@@ -11,10 +11,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp/mla-split-probe}
 mkdir -p "$out"
 exec > >(tee "$out/mla-split-probe.txt") 2>&1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-tar -C "$work" -xJf "${TILEC_ARCHIVE:-$root/.portable/tilec.tar.xz}"
-tilec=$work/tilec/bin/tilec
+# shellcheck source=scripts/unpack-portable.sh
+source "$root/scripts/unpack-portable.sh"
 program=${PROGRAM:-$root/samples/mla_decode_split.tile}
 
 # Combine variants: as written (serial loops, unrolled by 8 by the compiler), and every loop over

@@ -10,10 +10,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-/tmp/w4a16-decode-sweep}
 mkdir -p "$out"
 exec > >(tee "$out/w4a16-decode-sweep.txt") 2>&1
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-tar -C "$work" -xJf "${TILEC_ARCHIVE:-$root/.portable/tilec.tar.xz}"
-tilec=$work/tilec/bin/tilec
+# shellcheck source=scripts/unpack-portable.sh
+source "$root/scripts/unpack-portable.sh"
 echo "$("$tilec" --version 2>&1 | head -1)"
 for config in ${CONFIGS:-128:8 256:4 256:6 256:8 512:3 512:4 512:5 512:6}; do
   bk=${config%:*} stages=${config#*:}

@@ -330,19 +330,13 @@ thir::Expr KernelLowering::soleWriter(const FragmentLayout &l, int64_t slot, thi
       return nullptr;
     return thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(l.groupThreads())),
                         i32(0));
-  case FragmentLayout::Kind::MmaRows: {
-    // Lane 0 of each quad in the first warp of the warp row.
-    thir::Expr w =
-        thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(4)), i32(0));
-    if (l.warpsN > 1)
-      w = thir::binary(thir::BinOp::And, w,
-                       thir::binary(thir::BinOp::Eq, mmaWarp(l, thread()).col, i32(0)));
-    return w;
-  }
+  case FragmentLayout::Kind::MmaRows:
   case FragmentLayout::Kind::MfmaRows: {
-    // Lane 0 of each 16-lane group in the first wavefront of the wavefront row.
+    // Lane 0 of each group of lanes sharing a row (an mma quad, an MFMA group of 16) in the
+    // first warp of the warp row.
+    int64_t rowLanes = l.kind == FragmentLayout::Kind::MfmaRows ? 16 : 4;
     thir::Expr w =
-        thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(16)), i32(0));
+        thir::binary(thir::BinOp::Eq, thir::binary(thir::BinOp::Mod, tid, i32(rowLanes)), i32(0));
     if (l.warpsN > 1)
       w = thir::binary(thir::BinOp::And, w,
                        thir::binary(thir::BinOp::Eq, mmaWarp(l, thread()).col, i32(0)));
