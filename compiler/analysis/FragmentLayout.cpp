@@ -176,6 +176,9 @@ std::string FragmentLayout::describe() const {
 std::variant<WarpGrid, std::string> gemmWarpGrid(int64_t M, int64_t N, int64_t threads,
                                                  tile::GemmPolicy policy, GemmAtom atom) {
   int64_t W = threads / atom.warpLanes;
+  if (W == 0)
+    return fmt::format("gemm needs whole {}s of {} threads, and the block has {}",
+                       atom.warpLanes == 64 ? "wavefront" : "warp", atom.warpLanes, threads);
   auto fits = [&](int64_t wm, int64_t wn) {
     return M % (atom.atomM * wm) == 0 && N % (atom.atomN * wn) == 0;
   };
