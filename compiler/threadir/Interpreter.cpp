@@ -1,0 +1,717 @@
+#include "threadir/Interpreter.h"
+
+#include "analysis/MfmaLayout.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <stdexcept>
+#include <unordered_map>
+
+namespace tilec::thir {
+
+namespace {
+
+/// A value of one thread: up to 16 lanes of raw bits in the element type's width.
+struct Val {
+  Type type;
+  std::array<uint64_t, 16> bits{};
+};
+
+/// What interpretation stops on; caught once, at the top.
+struct Stop : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+bool floating(DType t) {
+  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
+}
+int widthBits(DType t) { return t == DType::Bool ? 8 : dtypeBits(t); }
+
+double toDouble(uint64_t b, DType t) {
+  switch (t) {
+  case DType::Float64: {
+    double d;
+    std::memcpy(&d, &b, 8);
+    return d;
+  }
+  case DType::Float32: {
+    auto u = static_cast<uint32_t>(b);
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  case DType::Float16: {
+    auto u = static_cast<uint16_t>(b);
+    _Float16 h;
+    std::memcpy(&h, &u, 2);
+    return static_cast<double>(h);
+  }
+  case DType::BFloat16: {
+    auto u = static_cast<uint32_t>(b & 0xFFFF) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  }
+  default:
+    throw Stop(fmt::format("{} is not a floating-point type", dtypeName(t)));
+  }
+}
+
+uint64_t fromDouble(double v, DType t) {
+  switch (t) {
+  case DType::Float64: {
+    uint64_t b;
+    std::memcpy(&b, &v, 8);
+    return b;
+  }
+  case DType::Float32: {
+    auto f = static_cast<float>(v);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  }
+  case DType::Float16: {
+    auto h = static_cast<_Float16>(v);
+    uint16_t u;
+    std::memcpy(&u, &h, 2);
+    return u;
+  }
+  case DType::BFloat16: {
+    auto f = static_cast<float>(v);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    if (std::isnan(f))
+      return 0x7FC0;
+    return (u + 0x7FFF + ((u >> 16) & 1)) >> 16; // to nearest, ties to even
+  }
+  default:
+    throw Stop(fmt::format("{} is not a floating-point type", dtypeName(t)));
+  }
+}
+
+int64_t toInt(uint64_t b, DType t) {
+  if (t == DType::Bool)
+    return b != 0;
+  int w = widthBits(t);
+  if (w == 64)
+    return static_cast<int64_t>(b);
+  uint64_t m = (uint64_t{1} << w) - 1;
+  b &= m;
+  if (isSigned(t) && (b >> (w - 1)) & 1)
+    return static_cast<int64_t>(b | ~m);
+  return static_cast<int64_t>(b);
+}
+
+uint64_t fromInt(int64_t v, DType t) {
+  if (t == DType::Bool)
+    return v != 0;
+  int w = widthBits(t);
+  auto u = static_cast<uint64_t>(v);
+  return w == 64 ? u : u & ((uint64_t{1} << w) - 1);
+}
+
+Val splat(Type t, uint64_t bits) {
+  Val v{t, {}};
+  for (int i = 0; i < t.lanes; ++i)
+    v.bits[i] = bits;
+  return v;
+}
+
+int64_t floorDiv(int64_t a, int64_t b) {
+  if (b == 0)
+    throw Stop("integer division by zero");
+  int64_t q = a / b;
+  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+
+uint64_t castBits(uint64_t b, DType from, DType to) {
+  if (floating(from) && floating(to))
+    return fromDouble(toDouble(b, from), to);
+  if (floating(from)) {
+    double d = toDouble(b, from);
+    if (to == DType::Bool)
+      return d != 0;
+    // Out of range saturates, NaN gives 0 (PTX's cvt.rzi; the C++ cast would be undefined).
+    int64_t i = std::isnan(d)  ? 0
+                : d >= 0x1p63  ? INT64_MAX
+                : d <= -0x1p63 ? INT64_MIN
+                               : static_cast<int64_t>(std::trunc(d));
+    return fromInt(i, to);
+  }
+  if (floating(to))
+    return fromDouble(static_cast<double>(toInt(b, from)), to);
+  return fromInt(toInt(b, from), to);
+}
+
+class Interpreter {
+public:
+  Interpreter(const Kernel &k, const InterpreterLaunch &l) : k_(k), l_(l) {
+    int maxVar = 0;
+    countVars(k.body, maxVar);
+    vars_.assign(static_cast<size_t>(k.threads), std::vector<Val>(maxVar + 1));
+  }
+
+  void run() {
+    for (int d = 0; d < 3; ++d)
+      grid_[d] = k_.grid[d] ? host(k_.grid[d]) : 1;
+    for (block_[2] = 0; block_[2] < grid_[2]; ++block_[2])
+      for (block_[1] = 0; block_[1] < grid_[1]; ++block_[1])
+        for (block_[0] = 0; block_[0] < grid_[0]; ++block_[0]) {
+          smem_.assign(static_cast<size_t>(k_.dynamicSharedBytes), 0xCD);
+          exec(k_.body, Mask(static_cast<size_t>(k_.threads), 1));
+        }
+  }
+
+private:
+  using Mask = std::vector<char>;
+  using Vals = std::vector<Val>;
+
+  static void countVars(const Body &body, int &maxVar) {
+    for (const Stmt &s : body) {
+      if (auto *d = std::get_if<DeclVar>(&s.op))
+        maxVar = std::max(maxVar, d->id);
+      if (auto *f = std::get_if<ForStmt>(&s.op)) {
+        maxVar = std::max(maxVar, f->var);
+        countVars(f->body, maxVar);
+      }
+      if (auto *i = std::get_if<IfStmt>(&s.op)) {
+        countVars(i->then, maxVar);
+        countVars(i->otherwise, maxVar);
+      }
+    }
+  }
+
+  /// A grid or scalar expression of the launch (no thread state).
+  int64_t host(const Expr &e) {
+    Mask one(static_cast<size_t>(k_.threads), 0);
+    one[0] = 1;
+    Val v = eval(e, one)[0];
+    cache_.clear();
+    return floating(v.type.elem) ? static_cast<int64_t>(toDouble(v.bits[0], v.type.elem))
+                                 : toInt(v.bits[0], v.type.elem);
+  }
+
+  std::vector<uint8_t> &tensor(int param, int64_t firstByte, int64_t bytes) {
+    if (param < 0 || static_cast<size_t>(param) >= l_.tensors.size() || !l_.tensors[param])
+      throw Stop(fmt::format("parameter {} has no tensor", param));
+    std::vector<uint8_t> &t = *l_.tensors[param];
+    if (firstByte < 0 || firstByte + bytes > static_cast<int64_t>(t.size()))
+      throw Stop(fmt::format("access of bytes [{}, {}) of tensor '{}' ({} bytes)", firstByte,
+                             firstByte + bytes, k_.params[param].name, t.size()));
+    return t;
+  }
+  uint8_t *shared(int64_t offset, int64_t bytes) {
+    if (offset < 0 || offset + bytes > static_cast<int64_t>(smem_.size()))
+      throw Stop(fmt::format("access of shared bytes [{}, {}) of {}", offset, offset + bytes,
+                             smem_.size()));
+    return smem_.data() + offset;
+  }
+  static void readLanes(Val &v, const uint8_t *p) {
+    int b = widthBits(v.type.elem) / 8;
+    for (int i = 0; i < v.type.lanes; ++i) {
+      uint64_t x = 0;
+      std::memcpy(&x, p + i * b, static_cast<size_t>(b));
+      v.bits[i] = x;
+    }
+  }
+  static void writeLanes(const Val &v, uint8_t *p) {
+    int b = widthBits(v.type.elem) / 8;
+    for (int i = 0; i < v.type.lanes; ++i)
+      std::memcpy(p + i * b, &v.bits[i], static_cast<size_t>(b));
+  }
+  static int64_t scalarInt(const Val &v) { return toInt(v.bits[0], v.type.elem); }
+
+  const Vals &eval(const Expr &e, const Mask &m) {
+    if (auto it = cache_.find(e.get()); it != cache_.end())
+      return it->second;
+    if (e->type.lanes > 16)
+      throw Stop(fmt::format("a vector of {} lanes", e->type.lanes));
+    Vals out(m.size());
+    std::visit([&](const auto &op) { evalOp(op, *e, m, out); }, e->op);
+    return cache_.emplace(e.get(), std::move(out)).first->second;
+  }
+
+  template <class F> void perThread(const Mask &m, Vals &out, F f) {
+    for (size_t t = 0; t < m.size(); ++t)
+      if (m[t])
+        out[t] = f(static_cast<int>(t));
+  }
+
+  void evalOp(const ConstInt &c, const Node &n, const Mask &m, Vals &out) {
+    Val v =
+        splat(n.type, floating(n.type.elem) ? fromDouble(static_cast<double>(c.value), n.type.elem)
+                                            : fromInt(c.value, n.type.elem));
+    perThread(m, out, [&](int) { return v; });
+  }
+  void evalOp(const ConstFloat &c, const Node &n, const Mask &m, Vals &out) {
+    Val v = splat(n.type, fromDouble(c.value, n.type.elem));
+    perThread(m, out, [&](int) { return v; });
+  }
+  void evalOp(const ParamRef &p, const Node &n, const Mask &m, Vals &out) {
+    if (p.index < 0 || static_cast<size_t>(p.index) >= l_.scalars.size())
+      throw Stop(fmt::format("no value for parameter {}", p.index));
+    double x = l_.scalars[p.index];
+    Val v = splat(n.type, floating(n.type.elem) ? fromDouble(x, n.type.elem)
+                                                : fromInt(static_cast<int64_t>(x), n.type.elem));
+    perThread(m, out, [&](int) { return v; });
+  }
+  void evalOp(const SpecialReg &s, const Node &n, const Mask &m, Vals &out) {
+    perThread(m, out, [&](int t) {
+      int64_t x = 0;
+      switch (s.reg) {
+      case Special::ThreadIdxX:
+        x = t;
+        break;
+      case Special::BlockIdxX:
+      case Special::BlockIdxY:
+      case Special::BlockIdxZ:
+        x = block_[static_cast<int>(s.reg) - static_cast<int>(Special::BlockIdxX)];
+        break;
+      case Special::GridDimX:
+      case Special::GridDimY:
+      case Special::GridDimZ:
+        x = grid_[static_cast<int>(s.reg) - static_cast<int>(Special::GridDimX)];
+        break;
+      }
+      return splat(n.type, fromInt(x, n.type.elem));
+    });
+  }
+  void evalOp(const VarRef &r, const Node &, const Mask &m, Vals &out) {
+    perThread(m, out, [&](int t) { return vars_[t].at(static_cast<size_t>(r.id)); });
+  }
+  void evalOp(const Unary &u, const Node &n, const Mask &m, Vals &out) {
+    const Vals &a = eval(u.a, m);
+    DType t = n.type.elem;
+    perThread(m, out, [&](int th) {
+      Val v{n.type, {}};
+      for (int i = 0; i < n.type.lanes; ++i) {
+        uint64_t b = a[th].bits[i];
+        if (!floating(t)) {
+          int64_t x = toInt(b, t);
+          int64_t r = u.op == UnOp::Neg      ? -x
+                      : u.op == UnOp::Not    ? !x
+                      : u.op == UnOp::BitNot ? ~x
+                      : u.op == UnOp::Abs    ? (x < 0 ? -x : x)
+                                             : throw Stop("an integer unary operation");
+          v.bits[i] = fromInt(r, t);
+          continue;
+        }
+        double x = toDouble(b, t), r = 0;
+        switch (u.op) {
+        case UnOp::Neg:
+          r = -x;
+          break;
+        case UnOp::Abs:
+          r = std::fabs(x);
+          break;
+        case UnOp::Exp:
+          r = std::exp(x);
+          break;
+        case UnOp::Exp2:
+          r = std::exp2(x);
+          break;
+        case UnOp::Log:
+          r = std::log(x);
+          break;
+        case UnOp::Log2:
+          r = std::log2(x);
+          break;
+        case UnOp::Sqrt:
+          r = std::sqrt(x);
+          break;
+        case UnOp::Rsqrt:
+          r = 1.0 / std::sqrt(x);
+          break;
+        case UnOp::Tanh:
+          r = std::tanh(x);
+          break;
+        case UnOp::Erf:
+          r = std::erf(x);
+          break;
+        case UnOp::Sigmoid:
+          r = 1.0 / (1.0 + std::exp(-x));
+          break;
+        case UnOp::Floor:
+          r = std::floor(x);
+          break;
+        case UnOp::Ceil:
+          r = std::ceil(x);
+          break;
+        default:
+          throw Stop("a floating-point unary operation");
+        }
+        v.bits[i] = fromDouble(r, t);
+      }
+      return v;
+    });
+  }
+  void evalOp(const Binary &b, const Node &n, const Mask &m, Vals &out) {
+    const Vals &x = eval(b.a, m);
+    const Vals &y = eval(b.b, m);
+    DType t = b.a->type.elem;
+    perThread(m, out, [&](int th) {
+      Val v{n.type, {}};
+      for (int i = 0; i < n.type.lanes; ++i)
+        v.bits[i] = binary(b.op, x[th].bits[i], y[th].bits[i], t, n.type.elem);
+      return v;
+    });
+  }
+  static uint64_t binary(BinOp op, uint64_t a, uint64_t b, DType t, DType result) {
+    if (floating(t)) {
+      double x = toDouble(a, t), y = toDouble(b, t);
+      switch (op) {
+      case BinOp::Add:
+        return fromDouble(x + y, result);
+      case BinOp::Sub:
+        return fromDouble(x - y, result);
+      case BinOp::Mul:
+        return fromDouble(x * y, result);
+      case BinOp::Div:
+        return fromDouble(x / y, result);
+      case BinOp::Pow:
+        return fromDouble(std::pow(x, y), result);
+      case BinOp::Min:
+        return fromDouble(std::fmin(x, y), result);
+      case BinOp::Max:
+        return fromDouble(std::fmax(x, y), result);
+      case BinOp::FloorDiv:
+        return fromDouble(std::floor(x / y), result);
+      case BinOp::Mod:
+        return fromDouble(x - y * std::floor(x / y), result);
+      case BinOp::Eq:
+        return x == y;
+      case BinOp::Ne:
+        return x != y;
+      case BinOp::Lt:
+        return x < y;
+      case BinOp::Le:
+        return x <= y;
+      case BinOp::Gt:
+        return x > y;
+      case BinOp::Ge:
+        return x >= y;
+      default:
+        throw Stop("a floating-point binary operation");
+      }
+    }
+    int64_t x = toInt(a, t), y = toInt(b, t);
+    bool u = !isSigned(t) && t != DType::Bool;
+    auto ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+    int64_t r = 0;
+    switch (op) {
+    case BinOp::Add:
+      r = x + y;
+      break;
+    case BinOp::Sub:
+      r = x - y;
+      break;
+    case BinOp::Mul:
+      r = x * y;
+      break;
+    case BinOp::Div:
+      if (y == 0)
+        throw Stop("integer division by zero");
+      r = u ? static_cast<int64_t>(ux / uy) : x / y;
+      break;
+    case BinOp::FloorDiv:
+      r = floorDiv(x, y);
+      break;
+    case BinOp::Mod:
+      r = x - floorDiv(x, y) * y;
+      break;
+    case BinOp::Min:
+      r = u ? static_cast<int64_t>(std::min(ux, uy)) : std::min(x, y);
+      break;
+    case BinOp::Max:
+      r = u ? static_cast<int64_t>(std::max(ux, uy)) : std::max(x, y);
+      break;
+    case BinOp::Eq:
+      return x == y;
+    case BinOp::Ne:
+      return x != y;
+    case BinOp::Lt:
+      return u ? ux < uy : x < y;
+    case BinOp::Le:
+      return u ? ux <= uy : x <= y;
+    case BinOp::Gt:
+      return u ? ux > uy : x > y;
+    case BinOp::Ge:
+      return u ? ux >= uy : x >= y;
+    case BinOp::And:
+      return x && y;
+    case BinOp::Or:
+      return x || y;
+    case BinOp::BitAnd:
+      r = x & y;
+      break;
+    case BinOp::BitOr:
+      r = x | y;
+      break;
+    case BinOp::BitXor:
+      r = x ^ y;
+      break;
+    case BinOp::Shl:
+      r = static_cast<int64_t>(ux << (y & 63));
+      break;
+    case BinOp::Shr:
+      r = u || !isSigned(t) ? static_cast<int64_t>(fromInt(x, t) >> (y & 63)) : x >> (y & 63);
+      break;
+    default:
+      throw Stop("an integer binary operation");
+    }
+    return fromInt(r, result);
+  }
+  void evalOp(const Select &s, const Node &n, const Mask &m, Vals &out) {
+    const Vals &c = eval(s.cond, m);
+    const Vals &a = eval(s.a, m);
+    const Vals &b = eval(s.b, m);
+    perThread(m, out, [&](int t) {
+      Val v{n.type, {}};
+      for (int i = 0; i < n.type.lanes; ++i)
+        v.bits[i] = c[t].bits[s.cond->type.lanes > 1 ? i : 0] ? a[t].bits[i] : b[t].bits[i];
+      return v;
+    });
+  }
+  void evalOp(const Cast &c, const Node &n, const Mask &m, Vals &out) {
+    const Vals &a = eval(c.a, m);
+    perThread(m, out, [&](int t) {
+      Val v{n.type, {}};
+      for (int i = 0; i < n.type.lanes; ++i)
+        v.bits[i] = castBits(a[t].bits[i], c.a->type.elem, n.type.elem);
+      return v;
+    });
+  }
+  void evalOp(const Broadcast &b, const Node &n, const Mask &m, Vals &out) {
+    const Vals &a = eval(b.a, m);
+    perThread(m, out, [&](int t) { return splat(n.type, a[t].bits[0]); });
+  }
+  void evalOp(const GlobalLoad &g, const Node &n, const Mask &m, Vals &out) {
+    const Vals &idx = eval(g.index, m);
+    int64_t eb = widthBits(n.type.elem) / 8;
+    perThread(m, out, [&](int t) {
+      int64_t first = scalarInt(idx[t]) * eb, bytes = eb * n.type.lanes;
+      Val v{n.type, {}};
+      readLanes(v, tensor(g.param, first, bytes).data() + first);
+      return v;
+    });
+  }
+  void evalOp(const ExtractLane &x, const Node &n, const Mask &m, Vals &out) {
+    const Vals &a = eval(x.vec, m);
+    perThread(m, out, [&](int t) { return splat(n.type, a[t].bits[x.lane]); });
+  }
+  void evalOp(const MakeVector &mv, const Node &n, const Mask &m, Vals &out) {
+    std::vector<const Vals *> parts;
+    for (const Expr &e : mv.elems)
+      parts.push_back(&eval(e, m));
+    perThread(m, out, [&](int t) {
+      Val v{n.type, {}};
+      for (size_t i = 0; i < parts.size(); ++i)
+        v.bits[i] = (*parts[i])[t].bits[0];
+      return v;
+    });
+  }
+  /// The value of `src` lane of the warp of `t`, or `t`'s own where that lane is outside the
+  /// warp or the block.
+  void exchange(const Mask &m, const Vals &v, Vals &out, const std::function<int64_t(int)> &src) {
+    int w = l_.warpSize;
+    perThread(m, out, [&](int t) {
+      int64_t lane = src(t);
+      int64_t from = t / w * w + lane;
+      if (lane < 0 || lane >= w || from >= k_.threads)
+        return v[t];
+      if (!m[from])
+        throw Stop("a lane exchange with an inactive lane");
+      return v[from];
+    });
+  }
+  void evalOp(const ShflXor &s, const Node &, const Mask &m, Vals &out) {
+    const Vals &v = eval(s.value, m);
+    exchange(m, v, out, [&](int t) { return (t % l_.warpSize) ^ s.laneMask; });
+  }
+  void evalOp(const Shfl &s, const Node &, const Mask &m, Vals &out) {
+    const Vals &v = eval(s.value, m);
+    const Vals &a = eval(s.arg, m);
+    exchange(m, v, out, [&](int t) {
+      int64_t lane = t % l_.warpSize, x = scalarInt(a[t]);
+      switch (s.mode) {
+      case ShflMode::Xor:
+        return lane ^ x;
+      case ShflMode::Down:
+        return lane + x;
+      case ShflMode::Up:
+        return lane - x;
+      case ShflMode::Idx:
+        return x;
+      }
+      return lane;
+    });
+  }
+  void evalOp(const SharedLoad &s, const Node &n, const Mask &m, Vals &out) {
+    const Vals &off = eval(s.byteOffset, m);
+    perThread(m, out, [&](int t) {
+      Val v{n.type, {}};
+      readLanes(v, shared(scalarInt(off[t]), widthBits(n.type.elem) / 8 * n.type.lanes));
+      return v;
+    });
+  }
+  void evalOp(const Bitcast &b, const Node &n, const Mask &m, Vals &out) {
+    const Vals &a = eval(b.a, m);
+    perThread(m, out, [&](int t) {
+      uint8_t bytes[128] = {};
+      writeLanes(a[t], bytes);
+      Val v{n.type, {}};
+      readLanes(v, bytes);
+      return v;
+    });
+  }
+  /// One v_mfma per wavefront: every lane's items placed by the documented layouts
+  /// (analysis/MfmaLayout.h), D = A B + C with exact products summed in double.
+  void evalOp(const Mfma &f, const Node &n, const Mask &m, Vals &out) {
+    const Vals &a = eval(f.a, m);
+    const Vals &b = eval(f.b, m);
+    const Vals &c = eval(f.c, m);
+    target::MmaShape shape{f.m, f.n, f.k, f.inputType};
+    using analysis::MfmaOperand;
+    for (int w0 = 0; w0 < k_.threads; w0 += 64) {
+      std::vector<double> A(static_cast<size_t>(f.m * f.k)), B(static_cast<size_t>(f.k * f.n)),
+          D(static_cast<size_t>(f.m * f.n));
+      for (int lane = 0; lane < 64; ++lane) {
+        int t = w0 + lane;
+        if (t >= k_.threads || !m[t])
+          throw Stop("mfma with an inactive lane");
+        for (int64_t i = 0; i < analysis::mfmaItems(shape, MfmaOperand::A); ++i) {
+          auto e = analysis::mfmaElement(shape, MfmaOperand::A, lane, i);
+          A[e.row * f.k + e.col] = toDouble(a[t].bits[i], f.inputType);
+        }
+        for (int64_t i = 0; i < analysis::mfmaItems(shape, MfmaOperand::B); ++i) {
+          auto e = analysis::mfmaElement(shape, MfmaOperand::B, lane, i);
+          B[e.row * f.n + e.col] = toDouble(b[t].bits[i], f.inputType);
+        }
+        for (int64_t i = 0; i < analysis::mfmaItems(shape, MfmaOperand::Accumulator); ++i) {
+          auto e = analysis::mfmaElement(shape, MfmaOperand::Accumulator, lane, i);
+          D[e.row * f.n + e.col] = toDouble(c[t].bits[i], DType::Float32);
+        }
+      }
+      for (int i = 0; i < f.m; ++i)
+        for (int j = 0; j < f.n; ++j)
+          for (int kk = 0; kk < f.k; ++kk)
+            D[i * f.n + j] += A[i * f.k + kk] * B[kk * f.n + j];
+      for (int lane = 0; lane < 64; ++lane) {
+        Val v{n.type, {}};
+        for (int64_t i = 0; i < analysis::mfmaItems(shape, MfmaOperand::Accumulator); ++i) {
+          auto e = analysis::mfmaElement(shape, MfmaOperand::Accumulator, lane, i);
+          v.bits[i] = fromDouble(D[e.row * f.n + e.col], DType::Float32);
+        }
+        out[w0 + lane] = v;
+      }
+    }
+  }
+  template <class Op> void evalOp(const Op &, const Node &, const Mask &, Vals &) {
+    throw Stop("an operation the interpreter does not run (an NVIDIA-only instruction)");
+  }
+
+  void exec(const Body &body, const Mask &m) {
+    if (std::find(m.begin(), m.end(), 1) == m.end())
+      return;
+    for (const Stmt &s : body) {
+      cache_.clear();
+      std::visit([&](const auto &op) { execOp(op, m); }, s.op);
+    }
+    cache_.clear();
+  }
+  void execOp(const DeclVar &d, const Mask &m) { assign(d.id, d.init, m); }
+  void execOp(const AssignVar &a, const Mask &m) { assign(a.id, a.value, m); }
+  void assign(int id, const Expr &e, const Mask &m) {
+    const Vals &v = eval(e, m);
+    for (size_t t = 0; t < m.size(); ++t)
+      if (m[t])
+        vars_[t].at(static_cast<size_t>(id)) = v[t];
+  }
+  void execOp(const GlobalStore &g, const Mask &m) {
+    const Vals &idx = eval(g.index, m);
+    const Vals &v = eval(g.value, m);
+    for (size_t t = 0; t < m.size(); ++t) {
+      if (!m[t])
+        continue;
+      int64_t eb = widthBits(v[t].type.elem) / 8, first = scalarInt(idx[t]) * eb;
+      writeLanes(v[t], tensor(g.param, first, eb * v[t].type.lanes).data() + first);
+    }
+  }
+  void execOp(const SharedStore &s, const Mask &m) {
+    const Vals &off = eval(s.byteOffset, m);
+    const Vals &v = eval(s.value, m);
+    for (size_t t = 0; t < m.size(); ++t)
+      if (m[t])
+        writeLanes(v[t],
+                   shared(scalarInt(off[t]), widthBits(v[t].type.elem) / 8 * v[t].type.lanes));
+  }
+  void execOp(const IfStmt &i, const Mask &m) {
+    const Vals &c = eval(i.cond, m);
+    Mask then(m.size(), 0), otherwise(m.size(), 0);
+    for (size_t t = 0; t < m.size(); ++t)
+      if (m[t])
+        (c[t].bits[0] ? then : otherwise)[t] = 1;
+    exec(i.then, then);
+    exec(i.otherwise, otherwise);
+  }
+  void execOp(const ForStmt &f, const Mask &m) {
+    Vals begin = eval(f.begin, m), end = eval(f.end, m), step = eval(f.step, m);
+    cache_.clear();
+    Mask live = m;
+    for (size_t t = 0; t < m.size(); ++t)
+      if (m[t])
+        vars_[t].at(static_cast<size_t>(f.var)) =
+            splat(f.varType, castBits(begin[t].bits[0], f.begin->type.elem, f.varType.elem));
+    for (;;) {
+      bool any = false;
+      for (size_t t = 0; t < m.size(); ++t) {
+        if (!live[t])
+          continue;
+        live[t] = scalarInt(vars_[t][static_cast<size_t>(f.var)]) < scalarInt(end[t]);
+        any = any || live[t];
+      }
+      if (!any)
+        return;
+      exec(f.body, live);
+      for (size_t t = 0; t < m.size(); ++t)
+        if (live[t]) {
+          Val &v = vars_[t][static_cast<size_t>(f.var)];
+          v.bits[0] = fromInt(scalarInt(v) + scalarInt(step[t]), f.varType.elem);
+        }
+    }
+  }
+  // Lockstep execution keeps every thread at the same statement: barriers and fences hold.
+  void execOp(const Barrier &, const Mask &) {}
+  void execOp(const FenceCta &, const Mask &) {}
+  void execOp(const FenceProxyAsync &, const Mask &) {}
+  template <class Op> void execOp(const Op &, const Mask &) {
+    throw Stop("a statement the interpreter does not run (atomics, printf, asynchronous copies, "
+               "mbarriers or wgmma)");
+  }
+
+  const Kernel &k_;
+  const InterpreterLaunch &l_;
+  std::array<int64_t, 3> grid_{1, 1, 1}, block_{0, 0, 0};
+  std::vector<std::vector<Val>> vars_;
+  std::vector<uint8_t> smem_;
+  std::unordered_map<const Node *, Vals> cache_;
+};
+
+} // namespace
+
+std::optional<std::string> interpret(const Kernel &k, const InterpreterLaunch &launch) {
+  try {
+    Interpreter(k, launch).run();
+  } catch (const Stop &s) {
+    return fmt::format("{}: {}", k.name, s.what());
+  } catch (const std::logic_error &e) {
+    return fmt::format("{}: {}", k.name, e.what());
+  }
+  return std::nullopt;
+}
+
+} // namespace tilec::thir
