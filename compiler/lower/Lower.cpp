@@ -223,8 +223,28 @@ Interval KernelLowering::range(const tile::Expr &e) {
   return {};
 }
 
+bool KernelLowering::knownInside(const tile::Expr &index, const tile::Expr &extent) {
+  Interval r = range(index);
+  if (r.lo < 0)
+    return false;
+  if (auto n = tile::asConstInt(extent))
+    return r.hi < *n;
+  // Every way a block index is bound (the launch's blockIdx, a persistent block's tile, a
+  // rasterized order) takes the values 0 .. grid extent - 1 along its axis.
+  auto *i = std::get_if<tile::VarRef>(&index->op);
+  auto *n = std::get_if<tile::VarRef>(&extent->op);
+  if (!i || !n)
+    return false;
+  for (const tile::VarPtr &b : k_.blockIndices)
+    if (b == i->var) {
+      auto *g = std::get_if<tile::VarRef>(&k_.grid[b->index]->op);
+      return g && g->var == n->var;
+    }
+  return false;
+}
+
 thir::Expr KernelLowering::inBounds(const Access &a, const LaneContext &lc, int extraLast,
-                                    int spanLast) {
+                                    int spanLast, IndexFacts facts) {
   thir::Expr ok;
   auto conj = [&](thir::Expr c) { ok = ok ? thir::binary(thir::BinOp::And, ok, c) : c; };
   for (size_t d = 0; d < a.indices.size(); ++d) {
@@ -240,6 +260,8 @@ thir::Expr KernelLowering::inBounds(const Access &a, const LaneContext &lc, int 
       conj(thir::binary(thir::BinOp::Ge,
                         span ? thir::binary(thir::BinOp::Add, idx, thir::constInt(span)) : idx,
                         thir::constInt(0)));
+    if (facts == IndexFacts::Grid && extra == 0 && knownInside(a.indices[d], a.buffer->shape[d]))
+      continue;
     if (!shapeConst || r.hi + extra >= *shapeConst) {
       thir::Expr n = thir::cast(lowerExpr(a.buffer->shape[d], {}), Type{DType::Int64});
       conj(thir::binary(thir::BinOp::Lt, thir::binary(thir::BinOp::Add, idx, thir::constInt(extra)),
@@ -286,7 +308,7 @@ KernelLowering::sharedElement(const tile::BufferPtr &buf, const std::vector<tile
       return std::nullopt;
     index.push_back(thir::cast(x, Type{DType::Int32}));
   }
-  thir::Expr ok = inBounds({buf, idx}, {}, 0);
+  thir::Expr ok = inBounds({buf, idx}, {}, 0, 0, IndexFacts::Grid);
   if (!ok)
     return std::nullopt;
   if (auto *c = std::get_if<thir::ConstInt>(&ok->op); c && c->value)
@@ -440,7 +462,7 @@ thir::Expr KernelLowering::maskedGlobalLoad(const tile::BufferPtr &buf,
                                             const std::vector<tile::Expr> &indices, thir::Expr off,
                                             const LaneContext &lc) {
   const int param = buf->paramIndex;
-  thir::Expr ok = inBounds({buf, indices}, lc, 0);
+  thir::Expr ok = inBounds({buf, indices}, lc, 0, 0, IndexFacts::Grid);
   if (!ok)
     return nullptr;
   if (auto *ci = std::get_if<thir::ConstInt>(&ok->op); ci && ci->value)
@@ -613,7 +635,7 @@ void KernelLowering::lowerStore(const tile::Stmt &s, const tile::Store &st, thir
   }
   thir::GlobalStore gs{buf->paramIndex, off, thir::cast(v, Type{buf->dtype}),
                        dtypeBytes(buf->dtype)};
-  thir::Expr ok = inBounds({buf, st.indices}, lc, 0);
+  thir::Expr ok = inBounds({buf, st.indices}, lc, 0, 0, IndexFacts::Grid);
   if (!ok)
     return;
   if (auto *ci = std::get_if<thir::ConstInt>(&ok->op); ci && ci->value)
@@ -826,7 +848,7 @@ void KernelLowering::lowerParallel(const tile::Stmt &s, const tile::For &f, thir
     };
     for (const Access &a : accesses) {
       bool moves = dependsOnLanesIndex(a.indices, lc);
-      thir::Expr inb = inBounds(a, lc, moves ? v - 1 : 0);
+      thir::Expr inb = inBounds(a, lc, moves ? v - 1 : 0, 0, IndexFacts::Grid);
       if (!inb)
         return;
       if (!std::holds_alternative<thir::ConstInt>(inb->op))

@@ -638,8 +638,9 @@ void KernelLowering::preloadChunk(const tile::For &f, const ChunkRef &c, int vec
     }
     if (!ok)
       continue;
-    thir::Expr inb = knownInBounds_.count(n) ? thir::constInt(1, DType::Bool)
-                                             : inBounds({buf, ld.indices}, {}, vector - 1);
+    thir::Expr inb = knownInBounds_.count(n)
+                         ? thir::constInt(1, DType::Bool)
+                         : inBounds({buf, ld.indices}, {}, vector - 1, 0, IndexFacts::Grid);
     if (!inb)
       continue;
     auto *known = std::get_if<thir::ConstInt>(&inb->op);
@@ -685,7 +686,7 @@ void KernelLowering::preloadChunk(const tile::For &f, const ChunkRef &c, int vec
       thir::Body partial{{thir::AssignVar{id, thir::makeVector(std::move(elems))}}};
       // A vector wholly outside (at a width divisible by the vector, every one that fails)
       // keeps its zeros without a check per element.
-      thir::Expr any = inBounds({buf, ld.indices}, {}, 0, vector - 1);
+      thir::Expr any = inBounds({buf, ld.indices}, {}, 0, vector - 1, IndexFacts::Grid);
       if (!any)
         return;
       partial = {{thir::IfStmt{any, std::move(partial), {}}}};

@@ -213,12 +213,26 @@ private:
   static thir::Expr widen(thir::Expr e, int lanes);
 
   Interval range(const tile::Expr &e);
+  /// Whether 0 <= `index` < `extent` for every thread of every block: by the index's range, or
+  /// because the index is a block index and `extent` the grid's extent along its axis (a grid
+  /// of (heads, batch) blocks reads a tensor of `batch` rows at `bid` without a check).
+  bool knownInside(const tile::Expr &index, const tile::Expr &extent);
 
+  /// What an in-bounds check may assume of an index besides its range.
+  enum class IndexFacts {
+    Range, ///< only the index's range
+    /// also that a block index stays below its grid extent (knownInside). Element accesses
+    /// use it; tile copies keep their checks, which are per tile and cost little, because
+    /// dropping them made ptxas schedule attention's copies slower (bf16 D64 causal, 6.4%:
+    /// docs/results/attention-ab3-2026-12-04-grid-facts.txt).
+    Grid,
+  };
   /// In-bounds predicate of a global access; checks that hold for every value are left out.
   /// `extraLast` widens the last dimension's check to a whole vector; `spanLast` narrows its
   /// lower bound instead, to "some of the `spanLast` + 1 elements from the index on is inside"
   /// (with extraLast 0: is any lane of a vector starting there in bounds).
-  thir::Expr inBounds(const Access &a, const LaneContext &lc, int extraLast, int spanLast = 0);
+  thir::Expr inBounds(const Access &a, const LaneContext &lc, int extraLast, int spanLast = 0,
+                      IndexFacts facts = IndexFacts::Range);
   /// The bytes of the `vector` elements from `a` along its last dimension that lie inside the
   /// tensor (int32, 0 to vector * elemBytes): 0 when an index of another dimension is outside.
   thir::Expr bytesInside(const Access &a, int vector, int elemBytes);
