@@ -1,6 +1,7 @@
 #include "bench/Workload.h"
 
 #include "bench/Text.h"
+#include "support/IntMath.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -42,15 +43,6 @@ std::optional<double> parseReal(std::string_view text) {
   if (end != s.c_str() + s.size())
     return std::nullopt;
   return v;
-}
-
-int64_t floorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  return (a % b != 0 && ((a % b) < 0) != (b < 0)) ? q - 1 : q;
-}
-int64_t floorMod(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  return (r != 0 && (r < 0) != (b < 0)) ? r + b : r;
 }
 
 /// Integer arithmetic shared by both evaluators; nullopt for what a host expression cannot be

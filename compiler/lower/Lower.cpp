@@ -1,5 +1,6 @@
 #include "lower/LowerImpl.h"
 
+#include "support/IntMath.h"
 #include "tileir/Arith.h"
 #include "tileir/OpInterface.h"
 
@@ -205,8 +206,7 @@ Interval KernelLowering::range(const tile::Expr &e) {
     // x % d lies in [0, d - 1] whatever the sign of x.
     case tile::BinOp::FloorDiv:
       if (auto c = tile::asConstInt(b->b); c && *c > 0) {
-        auto floorDiv = [&](int64_t v) { return v / *c - (v % *c < 0 ? 1 : 0); };
-        return {floorDiv(x.lo), floorDiv(x.hi)};
+        return {floorDiv(x.lo, *c), floorDiv(x.hi, *c)};
       }
       break;
     case tile::BinOp::Mod:

@@ -1,6 +1,7 @@
 #include "threadir/Interpreter.h"
 
 #include "analysis/MfmaLayout.h"
+#include "support/IntMath.h"
 
 #include <fmt/format.h>
 
@@ -121,11 +122,10 @@ Val splat(Type t, uint64_t bits) {
   return v;
 }
 
-int64_t floorDiv(int64_t a, int64_t b) {
+int64_t nonZeroDivisor(int64_t b) {
   if (b == 0)
     throw Stop("integer division by zero");
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+  return b;
 }
 
 uint64_t castBits(uint64_t b, DType from, DType to) {
@@ -418,10 +418,10 @@ private:
       r = u ? static_cast<int64_t>(ux / uy) : x / y;
       break;
     case BinOp::FloorDiv:
-      r = floorDiv(x, y);
+      r = floorDiv(x, nonZeroDivisor(y));
       break;
     case BinOp::Mod:
-      r = x - floorDiv(x, y) * y;
+      r = floorMod(x, nonZeroDivisor(y));
       break;
     case BinOp::Min:
       r = u ? static_cast<int64_t>(std::min(ux, uy)) : std::min(x, y);

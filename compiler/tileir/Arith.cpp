@@ -1,5 +1,7 @@
 #include "tileir/Arith.h"
 
+#include "support/IntMath.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -126,19 +128,6 @@ Expr makeCast(Expr a, DType t, SourceLoc loc) {
       return intImm(static_cast<int64_t>(v), t, loc);
   }
   return std::make_shared<Node>(Node{t, loc, Cast{std::move(a)}});
-}
-
-static int64_t floorDiv(int64_t a, int64_t b) {
-  int64_t q = a / b;
-  if ((a % b != 0) && ((a < 0) != (b < 0)))
-    --q;
-  return q;
-}
-static int64_t floorMod(int64_t a, int64_t b) {
-  int64_t r = a % b;
-  if (r != 0 && ((r < 0) != (b < 0)))
-    r += b;
-  return r;
 }
 
 static bool isComparison(BinOp op) { return op >= BinOp::Eq && op <= BinOp::Ge; }
