@@ -654,16 +654,17 @@ bool KernelLowering::dependsOnLanesIndex(const std::vector<tile::Expr> &idx,
   return false;
 }
 
-// A serial loop of a few per-thread statements that reads global memory runs kLoadUnroll
-// iterations at a time, so that their loads are in flight together rather than one latency per
-// iteration (as nvcc unrolls such a loop of a CUDA kernel): MLA decode's combine of 64 splits
-// waited for one partial row per iteration. A loop of at most kMaxFullUnroll iterations and
+// A serial loop of a few per-thread statements that reads global memory runs several iterations
+// at a time (kLoadUnroll or more), so that their loads are in flight together rather than one
+// latency per iteration (as nvcc unrolls such a loop of a CUDA kernel): MLA decode's combine of
+// 64 splits waited for one partial row per iteration. A loop of at most kMaxFullUnroll iterations and
 // kFullUnrollStatements statements in all is unrolled completely, every load in flight at once:
 // the combine of 32 splits then took 6.7-7.2 us instead of 11.7 at batch 1. Both bounds are
 // measured (docs/results.md, 2026-12-05): unrolled completely, the combine's 64 splits x 5
 // statements kept 320 loaded values live and spilled (51 us instead of 12-20), and its two
 // 64-iteration loops of one statement alone ran faster at batch 1 (17.7 us against 19.6) but
-// slower at batch 8 (69 against 51).
+// slower at batch 8 (69 against 51). A longer loop runs as many iterations at a time as those
+// bounds allow, up to 32: the 64-split combine's three loops by 32.
 namespace {
 constexpr int kLoadUnroll = 8;
 constexpr int64_t kMaxUnrolledStatements = 32;
@@ -724,8 +725,14 @@ int loadUnroll(const tile::Body &body, std::optional<int64_t> count, int64_t thr
   if (!count || *count < kLoadUnroll * 2 || !reads || !statements ||
       *statements > kMaxUnrolledStatements)
     return 0;
-  return *count <= kMaxFullUnroll && *count * *statements <= kFullUnrollStatements ? -1
-                                                                                   : kLoadUnroll;
+  if (*count <= kMaxFullUnroll && *count * *statements <= kFullUnrollStatements)
+    return -1;
+  // Longer loops: as many iterations at a time as the full unroll's bounds allow (a power of
+  // two), at least kLoadUnroll.
+  int factor = kLoadUnroll;
+  while (factor * 2 <= kMaxFullUnroll && factor * 2 * *statements <= kFullUnrollStatements)
+    factor *= 2;
+  return factor;
 }
 } // namespace
 
