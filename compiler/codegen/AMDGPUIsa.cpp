@@ -90,6 +90,8 @@ public:
     throw std::logic_error("unknown special register");
   }
 
+  void kernelEntry(llvm::IRBuilder<> &, const TargetOptions &) const override {}
+
   void barrier(llvm::IRBuilder<> &b, const thir::Barrier &bar) const override {
     if (bar.threads != 0)
       throw std::logic_error("AMDGPU has no barrier of part of a workgroup");

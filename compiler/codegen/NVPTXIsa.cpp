@@ -85,6 +85,20 @@ public:
     }
   }
 
+  // Programmatic dependent launch: the generated header launches sm_90 kernels with
+  // programmatic stream serialization, so a kernel may start while the one ahead of it in the
+  // stream is still running (its launch and block scheduling overlap that kernel's tail, as
+  // FlashMLA's combine kernel overlaps its split kernel). Each thread first waits until the
+  // grids ahead have finished and their writes are visible; without the launch attribute the
+  // wait returns at once. Then the block lets the next kernel in the stream launch: it starts
+  // once every block of this one has, and waits here in turn.
+  void kernelEntry(llvm::IRBuilder<> &b, const TargetOptions &opts) const override {
+    if (!opts.target.hasGridDependencyControl)
+      return;
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_griddepcontrol_wait, {});
+    b.CreateIntrinsic(llvm::Intrinsic::nvvm_griddepcontrol_launch_dependents, {});
+  }
+
   llvm::Value *special(llvm::IRBuilder<> &b, thir::Special reg,
                        const thir::Kernel &) const override {
     using thir::Special;

@@ -720,9 +720,12 @@ std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderO
           "    {{\"{} {}\", {}, {}, {}, ::tilec::rt::ImageKind::{}, kImage{}, {{{{\n", img.arch,
           img.kind == BinaryKind::Cubin ? "cubin" : "PTX", a.major, a.minor,
           a.archSpecific ? "true" : "false", img.kind == BinaryKind::Cubin ? "Cubin" : "Ptx", i);
+      // Code for sm_90+ waits for the grids ahead in the stream itself (codegen's kernelEntry).
+      bool programmatic = target::targetInfo(img.arch)->hasGridDependencyControl;
       for (const thir::Kernel &k : img.module->kernels)
-        body += fmt::format("        {{\"{}\", {}u, {}u, {}u}},\n", k.name, k.threads,
-                            k.dynamicSharedBytes, k.persistentBlocksPerSM);
+        body += fmt::format("        {{\"{}\", {}u, {}u, {}u, {}}},\n", k.name, k.threads,
+                            k.dynamicSharedBytes, k.persistentBlocksPerSM,
+                            programmatic ? "true" : "false");
     }
     body += "    }}},\n";
   }

@@ -16,6 +16,7 @@ TargetInfo make(std::string arch, int sm, bool archSpecific) {
   t.hasCpAsync = sm >= 80;
   t.hasTma = sm >= 90;
   t.hasAsyncProxyFence = sm >= 90;
+  t.hasGridDependencyControl = sm >= 90;
   t.hasWgmma = sm == 90 && archSpecific;
   t.hasSetmaxnreg = sm == 90 && archSpecific;
   t.hasFp8Mma = sm >= 89;

@@ -57,6 +57,9 @@ struct TargetInfo {
   bool hasFp8Mma = false;          // tensor-core fp8 (e4m3/e5m2) inputs (sm_89+)
   bool hasFp8Convert = false;      // cvt between fp8 pairs and f16x2 / f32 pairs (sm_89+)
   bool hasAsyncProxyFence = false; // fence.proxy.async: generic writes seen by wgmma/TMA (sm_90+)
+  /// griddepcontrol (sm_90+): a kernel launched with programmatic stream serialization starts
+  /// before the kernel ahead of it in the stream has finished, and waits for it in code.
+  bool hasGridDependencyControl = false;
   /// bar.sync with an id and a thread count: barriers of part of a block (NVIDIA). AMD has
   /// s_barrier only, for the whole workgroup.
   bool hasNamedBarriers = false;

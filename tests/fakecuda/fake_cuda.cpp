@@ -238,10 +238,22 @@ CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, uns
     return CUDA_ERROR_INVALID_CONTEXT;
   }
   ++ctx->launches;
-  last = {f->name.c_str(), f->module->image, {gx, gy, gz}, bx, shared};
+  last = {f->name.c_str(), f->module->image, {gx, gy, gz}, bx, shared, 0};
   if (launchHook)
     launchHook(args);
   return CUDA_SUCCESS;
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig *c, CUfunction f, void **args, void **extra) {
+  int programmatic = 0;
+  for (unsigned i = 0; i < c->numAttrs; ++i)
+    if (c->attrs[i].id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+      programmatic = c->attrs[i].value.programmaticStreamSerializationAllowed;
+  CUresult r = cuLaunchKernel(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                              c->blockDimZ, c->sharedMemBytes, c->hStream, args, extra);
+  if (r == CUDA_SUCCESS)
+    last.programmatic = programmatic;
+  return r;
 }
 
 } // extern "C"

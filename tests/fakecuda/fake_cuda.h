@@ -34,6 +34,7 @@ struct fake_cuda_launch {
   const char *kernel;
   const void *image; // what the function's module was loaded from
   unsigned grid[3], block, shared;
+  int programmatic; // launched with programmatic stream serialization (cuLaunchKernelEx)
 };
 /// Calls `hook` with the kernel parameters during each launch (they live only that long).
 void fake_cuda_on_launch(void (*hook)(void **args));

@@ -50,6 +50,10 @@ struct KernelSpec {
   /// A persistent kernel walks the grid's blocks itself: it is launched with at most this many
   /// blocks per SM of the device (0: one block per grid block).
   unsigned persistentBlocksPerSM = 0;
+  /// The kernel waits for the grids ahead of it in the stream in its own code (griddepcontrol,
+  /// sm_90+), so it is launched with programmatic stream serialization: its launch and block
+  /// scheduling overlap the end of the kernel before it.
+  bool programmaticLaunch = false;
 };
 
 enum class ImageKind { Cubin, Ptx };
@@ -399,6 +403,25 @@ inline CUresult launch(ModuleState<N> &state, const std::array<Image<N>, M> &ima
         static_cast<std::int64_t>(loaded->multiprocessors > 0 ? loaded->multiprocessors : 1) *
         spec.persistentBlocksPerSM;
     launched = {blocks < resident ? blocks : resident, 1, 1};
+  }
+  if (spec.programmaticLaunch) {
+    CUlaunchAttribute attribute{};
+    attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attribute.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig config{};
+    config.gridDimX = static_cast<unsigned>(launched.x);
+    config.gridDimY = static_cast<unsigned>(launched.y);
+    config.gridDimZ = static_cast<unsigned>(launched.z);
+    config.blockDimX = spec.threads;
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = spec.dynamicSharedBytes;
+    config.hStream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    CUresult r = cuLaunchKernelEx(&config, loaded->functions[index], args, nullptr);
+    if (r != CUDA_SUCCESS)
+      return fail(r, kernel, nullptr, "cuLaunchKernelEx failed");
+    return CUDA_SUCCESS;
   }
   CUresult r = cuLaunchKernel(loaded->functions[index], static_cast<unsigned>(launched.x),
                               static_cast<unsigned>(launched.y), static_cast<unsigned>(launched.z),

@@ -149,7 +149,7 @@ TEST_CASE("header text follows the contract") {
   CHECK(contains(h, "// sm_90a cubin, 7 bytes.\nalignas(64) inline constexpr unsigned char "
                     "kImage0[] = {\n    0x7f, 0x45, 0x4c, 0x46, 0x00, 0x01, 0x02,\n};"));
   CHECK(contains(h, "{\"sm_90a cubin\", 9, 0, true, ::tilec::rt::ImageKind::Cubin, kImage0, {{\n"
-                    "        {\"vector_add\", 256u, 0u, 0u},\n"));
+                    "        {\"vector_add\", 256u, 0u, 0u, true},\n"));
   CHECK(contains(h, "inline ::CUresult load() {"));
   CHECK(contains(h, "inline void unload() {"));
   CHECK(contains(h, "inline const char *last_error() {"));
@@ -237,11 +237,15 @@ int main() {
   fake_cuda_set_capability(3, 7, 5);  // older: nothing fits
   const char *want[] = {"sm_90a cubin", "sm_80 cubin", "sm_80 PTX"};
   unsigned threads[] = {256, 128, 128};
+  // Only sm_90+ code waits for the grid ahead itself (griddepcontrol), so only it is launched
+  // with programmatic stream serialization.
+  int programmatic[] = {1, 0, 0};
   for (int d = 0; d < 3; ++d) {
     fake_cuda_create_context(d);
     EXPECT(va::vector_add(nullptr, 0x1000, 0x1000, 0x1000, 5000) == CUDA_SUCCESS);
     EXPECT(std::strcmp(va::loaded_image(), want[d]) == 0);
     EXPECT(fake_cuda_last_launch().block == threads[d]);
+    EXPECT(fake_cuda_last_launch().programmatic == programmatic[d]);
   }
   fake_cuda_create_context(3);
   EXPECT(va::vector_add(nullptr, 0x1000, 0x1000, 0x1000, 5000) == CUDA_ERROR_NO_BINARY_FOR_GPU);
