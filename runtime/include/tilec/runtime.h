@@ -404,6 +404,8 @@ inline CUresult launch(ModuleState<N> &state, const std::array<Image<N>, M> &ima
         spec.persistentBlocksPerSM;
     launched = {blocks < resident ? blocks : resident, 1, 1};
   }
+#if CUDA_VERSION >= 12000
+  // (Before CUDA 12 there is no cuLaunchKernelEx: a plain launch, the kernel's wait returns.)
   if (spec.programmaticLaunch) {
     CUlaunchAttribute attribute{};
     attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
@@ -423,6 +425,7 @@ inline CUresult launch(ModuleState<N> &state, const std::array<Image<N>, M> &ima
       return fail(r, kernel, nullptr, "cuLaunchKernelEx failed");
     return CUDA_SUCCESS;
   }
+#endif
   CUresult r = cuLaunchKernel(loaded->functions[index], static_cast<unsigned>(launched.x),
                               static_cast<unsigned>(launched.y), static_cast<unsigned>(launched.z),
                               spec.threads, 1, 1, spec.dynamicSharedBytes, stream, args, nullptr);
