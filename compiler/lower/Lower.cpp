@@ -223,12 +223,7 @@ Interval KernelLowering::range(const tile::Expr &e) {
   return {};
 }
 
-bool KernelLowering::knownInside(const tile::Expr &index, const tile::Expr &extent) {
-  Interval r = range(index);
-  if (r.lo < 0)
-    return false;
-  if (auto n = tile::asConstInt(extent))
-    return r.hi < *n;
+bool KernelLowering::indexesGridExtent(const tile::Expr &index, const tile::Expr &extent) {
   // Every way a block index is bound (the launch's blockIdx, a persistent block's tile, a
   // rasterized order) takes the values 0 .. grid extent - 1 along its axis.
   auto *i = std::get_if<tile::VarRef>(&index->op);
@@ -260,7 +255,8 @@ thir::Expr KernelLowering::inBounds(const Access &a, const LaneContext &lc, int 
       conj(thir::binary(thir::BinOp::Ge,
                         span ? thir::binary(thir::BinOp::Add, idx, thir::constInt(span)) : idx,
                         thir::constInt(0)));
-    if (facts == IndexFacts::Grid && extra == 0 && knownInside(a.indices[d], a.buffer->shape[d]))
+    if (facts == IndexFacts::Grid && extra == 0 &&
+        indexesGridExtent(a.indices[d], a.buffer->shape[d]))
       continue;
     if (!shapeConst || r.hi + extra >= *shapeConst) {
       thir::Expr n = thir::cast(lowerExpr(a.buffer->shape[d], {}), Type{DType::Int64});
@@ -657,8 +653,8 @@ bool KernelLowering::dependsOnLanesIndex(const std::vector<tile::Expr> &idx,
 // A serial loop of a few per-thread statements that reads global memory runs several iterations
 // at a time (kLoadUnroll or more), so that their loads are in flight together rather than one
 // latency per iteration (as nvcc unrolls such a loop of a CUDA kernel): MLA decode's combine of
-// 64 splits waited for one partial row per iteration. A loop of at most kMaxFullUnroll iterations and
-// kFullUnrollStatements statements in all is unrolled completely, every load in flight at once:
+// 64 splits waited for one partial row per iteration. A loop of at most kMaxFullUnroll iterations
+// and kFullUnrollStatements statements in all is unrolled completely, every load in flight at once:
 // the combine of 32 splits then took 6.7-7.2 us instead of 11.7 at batch 1. Both bounds are
 // measured (docs/results.md, 2026-12-05): unrolled completely, the combine's 64 splits x 5
 // statements kept 320 loaded values live and spilled (51 us instead of 12-20), and its two

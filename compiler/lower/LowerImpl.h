@@ -213,15 +213,15 @@ private:
   static thir::Expr widen(thir::Expr e, int lanes);
 
   Interval range(const tile::Expr &e);
-  /// Whether 0 <= `index` < `extent` for every thread of every block: by the index's range, or
-  /// because the index is a block index and `extent` the grid's extent along its axis (a grid
-  /// of (heads, batch) blocks reads a tensor of `batch` rows at `bid` without a check).
-  bool knownInside(const tile::Expr &index, const tile::Expr &extent);
+  /// Whether `index` is a block index and `extent` the grid's extent along its axis, so that
+  /// 0 <= index < extent in every block (a grid of (heads, batch) blocks reads a tensor of
+  /// `batch` rows at `bid` without a check).
+  bool indexesGridExtent(const tile::Expr &index, const tile::Expr &extent);
 
   /// What an in-bounds check may assume of an index besides its range.
   enum class IndexFacts {
     Range, ///< only the index's range
-    /// also that a block index stays below its grid extent (knownInside). Element accesses
+    /// also that a block index stays below its grid extent (indexesGridExtent). Element accesses
     /// use it; tile copies keep their checks, which are per tile and cost little, because
     /// dropping them made ptxas schedule attention's copies slower (bf16 D64 causal, 6.4%:
     /// docs/results/attention-ab3-2026-12-04-grid-facts.txt).
