@@ -17,8 +17,6 @@
 
 namespace tilec::lower {
 
-enum class Persistence { Gemm, On, Off };
-
 struct Options {
   target::TargetInfo target = target::defaultTarget();
   /// Which warp-specialized kernels walk their grid on as many blocks as fit on the device at

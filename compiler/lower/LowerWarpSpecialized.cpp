@@ -173,8 +173,7 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   // go on through the rings from one tile to the next (`base` counts those of earlier tiles,
   // rounded up to whole slots), so that the producer fills the slots the consumers freed while
   // they finish the previous tile.
-  const bool persistent = opts_.persistence == Persistence::On ||
-                          (opts_.persistence == Persistence::Gemm && plan.gemmInFlight);
+  const bool persistent = walksTiles(plan, opts_.persistence);
   // Consumer groups of C threads each (threads g C .. g C + C - 1 form group g), group g taking
   // the block's tiles g, g + groups, ... of those the producer loads in order: one group's
   // epilogue runs while the next group's tile streams through the rings.

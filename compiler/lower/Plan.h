@@ -151,6 +151,19 @@ struct ProgramPlan {
 bool inferLayouts(const tile::Program &p, const target::TargetInfo &t, DiagnosticEngine &diags,
                   ProgramPlan &plan);
 
+/// Which warp-specialized kernels walk their grid on as many blocks as fit on the device at
+/// once (the producer loads the next tile while the consumers finish the last): GEMM loops
+/// (copies and one gemm) by default, every one (On) or none (Off).
+enum class Persistence { Gemm, On, Off };
+
+/// Whether the kernel of `p`'s warp-specialized loop walks tiles under `persistence`. Lowering
+/// builds the tile walk; plan-shared keeps the rings of such a loop live across the epilogue,
+/// where the producer already loads the next tile.
+inline bool walksTiles(const PipelinePlan &p, Persistence persistence) {
+  return p.warpSpecialized &&
+         (persistence == Persistence::On || (persistence == Persistence::Gemm && p.gemmInFlight));
+}
+
 struct PlanOptions {
   /// Plan PipelinePlan::overlap where a loop allows it (off by default: on the H200 attention
   /// measured no faster with it, docs/results.md).
