@@ -95,17 +95,21 @@ bool runPlanPipelines(Compilation &c) {
   return true;
 }
 
+lower::Persistence persistenceOf(const DriverOptions &o) {
+  return o.persistent     ? lower::Persistence::On
+         : o.noPersistent ? lower::Persistence::Off
+                          : lower::Persistence::Gemm;
+}
+
 bool runPlanShared(Compilation &c) {
-  lower::planShared(*c.program, c.target, c.plan);
+  lower::planShared(*c.program, c.target, c.plan, persistenceOf(c.opts));
   return true;
 }
 
 bool runLowerToThreadIR(Compilation &c) {
   lower::Options lo;
   lo.target = c.target;
-  lo.persistence = c.opts.persistent     ? lower::Persistence::On
-                   : c.opts.noPersistent ? lower::Persistence::Off
-                                         : lower::Persistence::Gemm;
+  lo.persistence = persistenceOf(c.opts);
   lo.pingPong = c.opts.pingPong;
   c.lowered = lower::lowerToThreadIR(*c.program, c.plan, c.diags, lo);
   return c.lowered.has_value();

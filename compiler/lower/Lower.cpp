@@ -1009,7 +1009,7 @@ std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &di
   if (!inferLayouts(p, opts.target, diags, plan))
     return std::nullopt;
   planPipelines(p, opts.target, plan, {opts.overlapGemms, opts.pingPongTiles});
-  planShared(p, opts.target, plan);
+  planShared(p, opts.target, plan, opts.persistence);
   return lowerToThreadIR(p, plan, diags, opts);
 }
 

@@ -181,8 +181,9 @@ void planPipelines(const tile::Program &p, const target::TargetInfo &t, ProgramP
 void countVersions(KernelPlan &kp);
 
 /// plan-shared: places the shared buffers (and their versions), fewer pipeline stages where
-/// they would not fit in the target's shared memory.
-void planShared(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan);
+/// they would not fit in the target's shared memory. `persistence` as lowering will take it.
+void planShared(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan,
+                Persistence persistence);
 
 /// Human-readable form of what the planning passes recorded so far, for --dump-after.
 std::string printPlan(const tile::Program &p, const ProgramPlan &plan);

@@ -16,14 +16,35 @@ namespace {
 
 int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
 
+bool contains(const tile::Stmt &st, const tile::For *loop) {
+  const tile::Body *bodies[2] = {nullptr, nullptr};
+  if (const auto *f = std::get_if<tile::For>(&st.op)) {
+    if (f == loop)
+      return true;
+    bodies[0] = &f->body;
+  } else if (const auto *i = std::get_if<tile::If>(&st.op)) {
+    bodies[0] = &i->then;
+    bodies[1] = &i->otherwise;
+  }
+  for (const tile::Body *b : bodies)
+    for (size_t n = 0; b && n < b->size(); ++n)
+      if (contains((*b)[n], loop))
+        return true;
+  return false;
+}
+
 /// The first and last statement of the kernel's body that use each shared buffer (a buffer no
 /// statement uses is live throughout). Lowering puts a barrier between a statement's shared
 /// accesses and a later statement's writes, so two buffers whose ranges do not meet never hold
 /// live data at once, except where copies are issued ahead: a pipeline's versions are written
 /// without such a barrier (cp.async issued before the loop, a warp-specialized producer that
 /// starts while the consumers still run the statements before the loop), so the buffers that
-/// pipelines fill are live throughout.
-std::map<int, std::pair<size_t, size_t>> liveRanges(const tile::Kernel &k, const KernelPlan &kp) {
+/// pipelines fill are live from the start of the kernel. They are dead after their loop (an
+/// epilogue may stage its output there): a cp.async loop waits for all its copies after it,
+/// and the consumers of a warp-specialized one have waited for every slot's load. Except where
+/// the block walks tiles: its producer loads the next tile's slots during the epilogue.
+std::map<int, std::pair<size_t, size_t>> liveRanges(const tile::Kernel &k, const KernelPlan &kp,
+                                                    Persistence persistence) {
   std::map<int, std::pair<size_t, size_t>> live;
   for (size_t i = 0; i < k.body.size(); ++i) {
     Refs r;
@@ -32,18 +53,27 @@ std::map<int, std::pair<size_t, size_t>> liveRanges(const tile::Kernel &k, const
       live.try_emplace(id, i, i).first->second.second = i;
   }
   const std::pair<size_t, size_t> always{0, k.body.empty() ? 0 : k.body.size() - 1};
-  for (const auto &[loop, p] : kp.pipelines)
-    for (const tile::Stmt *c : p.copies)
-      live[std::get<tile::Copy>(c->op).dst.buffer->id] = always;
+  for (const auto &[loop, p] : kp.pipelines) {
+    size_t end = always.second;
+    if (!walksTiles(p, persistence))
+      for (size_t i = 0; i < k.body.size(); ++i)
+        if (contains(k.body[i], loop))
+          end = i;
+    for (const tile::Stmt *c : p.copies) {
+      auto [it, fresh] = live.try_emplace(std::get<tile::Copy>(c->op).dst.buffer->id, always);
+      it->second = {0, fresh ? end : std::max(end, it->second.second)};
+    }
+  }
   for (const tile::BufferPtr &b : k.buffers)
     if (b->scope == tile::Scope::Shared)
       live.try_emplace(b->id, always);
   return live;
 }
 
-void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &kp) {
+void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &kp,
+                Persistence persistence) {
   auto place = [&] {
-    const auto live = liveRanges(k, kp);
+    const auto live = liveRanges(k, kp, persistence);
     int64_t offset = 0;
     std::vector<const tile::BufferPtr *> placed;
     for (const tile::BufferPtr &b : k.buffers) {
@@ -123,10 +153,11 @@ void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &
 
 } // namespace
 
-void planShared(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan) {
+void planShared(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan,
+                Persistence persistence) {
   plan.kernels.resize(p.kernels.size());
   for (size_t i = 0; i < p.kernels.size(); ++i)
-    planKernel(p.kernels[i], t, plan.kernels[i]);
+    planKernel(p.kernels[i], t, plan.kernels[i], persistence);
 }
 
 } // namespace tilec::lower

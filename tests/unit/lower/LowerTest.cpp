@@ -88,7 +88,7 @@ lower::ProgramPlan plan(Compiled &c, const target::TargetInfo &t) {
   lower::ProgramPlan p;
   REQUIRE(lower::inferLayouts(*c.program, t, c.diags, p));
   lower::planPipelines(*c.program, t, p);
-  lower::planShared(*c.program, t, p);
+  lower::planShared(*c.program, t, p, lower::Persistence::Gemm);
   return p;
 }
 
@@ -181,7 +181,7 @@ TEST_CASE("lower-to-thread-ir follows the plan: cp.async pipelines only where it
   // Not warp-specialized: the copies are issued ahead by cp.async in every thread.
   for (auto &[loop, pipe] : p.kernels[0].pipelines)
     pipe.warpSpecialized = false;
-  lower::planShared(*c.program, opts.target, p);
+  lower::planShared(*c.program, opts.target, p, opts.persistence);
   lowered = lower::lowerToThreadIR(*c.program, p, c.diags, opts);
   REQUIRE_MESSAGE(lowered, c.diags.renderAll());
   Counts piped;
@@ -195,7 +195,7 @@ TEST_CASE("lower-to-thread-ir follows the plan: cp.async pipelines only where it
   // The same program with the pipeline taken out of the plan: plain copies, one version each.
   lower::ProgramPlan unpiped;
   REQUIRE(lower::inferLayouts(*c.program, opts.target, c.diags, unpiped));
-  lower::planShared(*c.program, opts.target, unpiped);
+  lower::planShared(*c.program, opts.target, unpiped, opts.persistence);
   auto plain = lower::lowerToThreadIR(*c.program, unpiped, c.diags, opts);
   REQUIRE_MESSAGE(plain, c.diags.renderAll());
   Counts flat;
