@@ -19,13 +19,17 @@ program=${PROGRAM:-$root/samples/mla_decode_split.tile}
 # Variants: as written; every loop over the splits unrolled fully (`unroll(num_split)`), to see
 # what the combine's dependent loads cost; the partial kernel without its store of O_partial
 # (behind a condition no block meets), to see what writing the float32 partial results costs;
-# the partial results in float16.
+# the partial results in float16; the partial results staged through a shared tile (which takes
+# the place of the K/V stages after the loop) and written row by row in 16-byte vectors.
 cp "$program" "$work/as_written.tile"
 sed 's/in serial(num_split)/in unroll(num_split)/' "$program" > "$work/unrolled.tile"
 sed 's/^        copy(acc_o, O_partial\[/        if bid > 1000000:\n            copy(acc_o, O_partial[/' \
   "$program" > "$work/no_partial_store.tile"
 sed 's/O_partial: Tensor((batch, heads, num_split, dim), accum_dtype)/O_partial: Tensor((batch, heads, num_split, dim), dtype)/' \
   "$program" > "$work/half_partials.tile"
+sed -e 's/^        l = alloc_fragment((block_H,), accum_dtype)$/&\n        O_shared = alloc_shared((block_H, dim), accum_dtype)/' \
+  -e 's/^        copy(acc_o, O_partial\[\(.*\)\])$/        copy(acc_o, O_shared)\n        copy(O_shared, O_partial[\1])/' \
+  "$program" > "$work/staged_store.tile"
 combines=${COMBINES:-as_written unrolled}
 
 echo "$("$tilec" --version 2>&1 | head -1); $(nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader)"
