@@ -8,7 +8,9 @@
 #                               program (or those named, e.g. two_gpus_gpu on the two-GPU
 #                               machine); the log goes to $OUT/gpu-results.txt when $OUT is set;
 #                               SANITIZER=racecheck (or memcheck, synccheck) runs each under
-#                               compute-sanitizer and fails on anything it reports
+#                               compute-sanitizer and fails on anything it reports;
+#                               TILEC_GPU_ONLY=TEXT runs only the cases whose name contains
+#                               it (attention_gpu), e.g. mla_split64
 #
 # Each program checks exactness against a CPU reference on fresh random inputs with a poisoned
 # output, and times itself next to a device-to-device copy measured in the same run.

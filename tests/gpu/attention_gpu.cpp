@@ -31,6 +31,8 @@ using FlashFn = CUresult (*)(CUstream, CUdeviceptr, CUdeviceptr, CUdeviceptr, CU
 /// (the sm_90a kernel's producer then loads them element by element).
 int runFlash(const char *name, FlashFn fn, bool causal, std::mt19937 &rng, int64_t B, int64_t S,
              int64_t H, bool timeIt, bool misaligned = false) {
+  if (!selected(name))
+    return 0;
   const int64_t D = 128;
   size_t n = static_cast<size_t>(B * S * H * D);
   auto q = randomHalves(n, rng), k = randomHalves(n, rng), v = randomHalves(n, rng);
@@ -120,6 +122,8 @@ template <auto Partial, auto Combine, int64_t Splits> MlaFn splitMla() {
 
 int runMla(const char *name, const MlaFn &fn, std::mt19937 &rng, int64_t batch, int64_t seqlen,
            bool timeIt) {
+  if (!selected(name))
+    return 0;
   const int64_t heads = 128, dim = 512, pe = 64;
   auto q = randomHalves(batch * heads * dim, rng), qpe = randomHalves(batch * heads * pe, rng);
   auto kv = randomHalves(batch * seqlen * dim, rng), kpe = randomHalves(batch * seqlen * pe, rng);

@@ -55,6 +55,13 @@ inline CUcontext init() {
   return ctx;
 }
 
+/// Whether the case `name` runs: all of them, or with TILEC_GPU_ONLY set only those whose name
+/// contains it (to time a few cases without the others' CPU references).
+inline bool selected(const char *name) {
+  const char *only = std::getenv("TILEC_GPU_ONLY");
+  return !only || std::strstr(name, only) != nullptr;
+}
+
 /// A random generator seeded afresh each run, so that repeated runs cover other inputs.
 inline std::mt19937 freshRng() { return std::mt19937(std::random_device{}()); }
 
