@@ -30,6 +30,10 @@ sed 's/O_partial: Tensor((batch, heads, num_split, dim), accum_dtype)/O_partial:
 sed -e 's/^        l = alloc_fragment((block_H,), accum_dtype)$/&\n        O_shared = alloc_shared((block_H, dim), accum_dtype)/' \
   -e 's/^        copy(acc_o, O_partial\[\(.*\)\])$/        copy(acc_o, O_shared)\n        copy(O_shared, O_partial[\1])/' \
   "$program" > "$work/staged_store.tile"
+# The combine with 256 threads (two elements each) instead of 128: whether more warps per SM
+# (more loads in flight) speed it.
+sed 's/with Kernel(heads, batch, threads=128)/with Kernel(heads, batch, threads=256)/' "$program" \
+  > "$work/combine_256.tile"
 combines=${COMBINES:-as_written unrolled}
 
 echo "$("$tilec" --version 2>&1 | head -1); $(nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader)"
