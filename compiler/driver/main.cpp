@@ -80,8 +80,11 @@ int main(int argc, char **argv) {
   std::vector<std::string> inputs;
   std::string color = "auto";
   int jobs = 1;
-  auto addCommon = [&](CLI::App *cmd) {
-    cmd->add_option("files", inputs, "the .tile sources, or thread IR text (.thir)");
+  // bench and tune run kernels from their tile-level signatures, which thread IR does not keep.
+  auto addCommon = [&](CLI::App *cmd, bool threadIR) {
+    cmd->add_option("files", inputs,
+                    threadIR ? "the .tile sources, or thread IR text (.thir)"
+                             : "the .tile sources");
     cmd->add_flag("-w", opts.noWarnings, "print no warnings");
     cmd->add_flag("--Werror", opts.warningsAsErrors,
                   "-Werror: make warnings errors (nothing is written)");
@@ -137,12 +140,12 @@ int main(int argc, char **argv) {
   // check runs the first passes only; compile takes any pass (--print-pipeline lists them).
   std::vector<std::string> checkDumps = {"parse", "sema", "ast", "tile-ir"};
   CLI::App *check = app.add_subcommand("check", "parse and verify only");
-  addCommon(check);
+  addCommon(check, true);
   addJobs(check);
   check->add_option("--dump-after", opts.dumpAfter, "print the IR after a pass to stdout")
       ->check(CLI::IsMember(checkDumps));
   CLI::App *compile = app.add_subcommand("compile", "compile to a cubin and a C++ header");
-  addCommon(compile);
+  addCommon(compile, true);
   addJobs(compile);
   compile
       ->add_option("--dump-after", opts.dumpAfter,
@@ -181,7 +184,7 @@ int main(int argc, char **argv) {
   bool noFlush = false;
   CLI::App *benchCmd =
       app.add_subcommand("bench", "compile, then time the kernels on the GPU (Driver API)");
-  addCommon(benchCmd);
+  addCommon(benchCmd, false);
   addCodegen(benchCmd);
   // What bench and tune share: the target, the arguments, and how launches are timed.
   auto addRunOptions = [](CLI::App *cmd, std::string &arch, std::vector<std::string> &args,
@@ -226,7 +229,7 @@ int main(int argc, char **argv) {
   CLI::App *tuneCmd = app.add_subcommand(
       "tune", "compile every variant of a space of -D values, time each on the GPU, and write a "
               "header holding the fastest per shape");
-  addCommon(tuneCmd);
+  addCommon(tuneCmd, false);
   addCodegen(tuneCmd);
   tuneCmd->add_option("--space", tuneSpace,
                       "the constants to vary: 'block_M=64,128;block_N=128,256;num_stages=3,4'");
