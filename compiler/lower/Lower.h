@@ -19,9 +19,7 @@ namespace tilec::lower {
 
 struct Options {
   target::TargetInfo target = target::defaultTarget();
-  /// Which warp-specialized kernels walk their grid on as many blocks as fit on the device at
-  /// once (the producer loads the next tile while the consumers finish the last): GEMM loops
-  /// (copies and one gemm) by default, every one (On) or none (Off).
+  /// Which warp-specialized kernels walk their grid (Persistence, walksTiles in Plan.h).
   Persistence persistence = Persistence::Gemm;
   /// Whether warp-specialized loops that plan-pipelines found fit for it run their two consumer
   /// warpgroups in ping-pong (PipelinePlan::pingPong). Off by default: on the H200 attention

@@ -55,13 +55,15 @@ std::map<int, std::pair<size_t, size_t>> liveRanges(const tile::Kernel &k, const
   const std::pair<size_t, size_t> always{0, k.body.empty() ? 0 : k.body.size() - 1};
   for (const auto &[loop, p] : kp.pipelines) {
     size_t end = always.second;
-    if (!walksTiles(p, persistence))
-      for (size_t i = 0; i < k.body.size(); ++i)
-        if (contains(k.body[i], loop))
-          end = i;
+    for (size_t i = 0; i < k.body.size() && !walksTiles(p, persistence); ++i)
+      if (contains(k.body[i], loop)) {
+        end = i;
+        break;
+      }
+    // The copy inside the loop recorded the buffer's uses already; a use after the loop keeps it.
     for (const tile::Stmt *c : p.copies) {
-      auto [it, fresh] = live.try_emplace(std::get<tile::Copy>(c->op).dst.buffer->id, always);
-      it->second = {0, fresh ? end : std::max(end, it->second.second)};
+      auto &range = live[std::get<tile::Copy>(c->op).dst.buffer->id];
+      range = {0, std::max(end, range.second)};
     }
   }
   for (const tile::BufferPtr &b : k.buffers)
