@@ -86,17 +86,19 @@ public:
   }
 
   // Programmatic dependent launch: the generated header launches sm_90 kernels with
-  // programmatic stream serialization, so a kernel may start while the one ahead of it in the
-  // stream is still running (its launch and block scheduling overlap that kernel's tail, as
-  // FlashMLA's combine kernel overlaps its split kernel). Each thread first waits until the
-  // grids ahead have finished and their writes are visible; without the launch attribute the
-  // wait returns at once. Then the block lets the next kernel in the stream launch: it starts
-  // once every block of this one has, and waits here in turn.
+  // programmatic stream serialization, so the next kernel in the stream is launched as soon as
+  // every block of this one has exited, before this grid's completion and memory flush (the
+  // launch overlaps that tail). Each thread first waits until the grids ahead have finished and
+  // their writes are visible; without the launch attribute the wait returns at once. The kernel
+  // does not trigger its dependents early (griddepcontrol.launch_dependents): their blocks would
+  // then be placed while this grid still holds the SMs, all on the few SMs it leaves free, and
+  // wait there (our reading of why MLA split's combine, 128 blocks after a partial kernel of 128
+  // on 132 SMs, was 15-20% slower at batch 1 with the trigger than with plain launches; H100,
+  // docs/results.md 2026-12-05 night).
   void kernelEntry(llvm::IRBuilder<> &b, const TargetOptions &opts) const override {
     if (!opts.target.hasGridDependencyControl)
       return;
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_griddepcontrol_wait, {});
-    b.CreateIntrinsic(llvm::Intrinsic::nvvm_griddepcontrol_launch_dependents, {});
   }
 
   llvm::Value *special(llvm::IRBuilder<> &b, thir::Special reg,

@@ -51,8 +51,8 @@ struct KernelSpec {
   /// blocks per SM of the device (0: one block per grid block).
   unsigned persistentBlocksPerSM = 0;
   /// The kernel waits for the grids ahead of it in the stream in its own code (griddepcontrol,
-  /// sm_90+), so it is launched with programmatic stream serialization: its launch and block
-  /// scheduling overlap the end of the kernel before it.
+  /// sm_90+), so it is launched with programmatic stream serialization: its launch overlaps the
+  /// completion of the kernel before it (that kernel's memory flush once its blocks have exited).
   bool programmaticLaunch = false;
 };
 
