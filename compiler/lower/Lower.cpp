@@ -111,6 +111,13 @@ std::optional<thir::Kernel> KernelLowering::run() {
     lowerBody(k_.body, out_.body, {});
   if (failed_ || !checkSharedLimit())
     return std::nullopt;
+  // Loads unrolled to be in flight together need registers to land in; without launch bounds
+  // ptxas sizes the kernel for full occupancy instead (the 64-split combine: 32 registers, its
+  // loads one after another). Bounds that ask for fewer blocks per SM let it keep them.
+  constexpr int64_t kBatchedLoadRegisters = 128;
+  if (batchedLoads_ && out_.minBlocksPerSM == 0)
+    out_.minBlocksPerSM = static_cast<int>(
+        std::max<int64_t>(1, opts_.target.registersPerSM / (tileThreads_ * kBatchedLoadRegisters)));
   for (auto &[param, align] : paramAlign_)
     out_.params[param].alignBytes = std::max(out_.params[param].alignBytes, align);
   return std::move(out_);
@@ -754,6 +761,7 @@ void KernelLowering::lowerSerial(const tile::Stmt &s, const tile::For &f, thir::
     loop.unroll = loop.unroll || unroll < 0;
     if (unroll > 0)
       loop.unrollCount = unroll;
+    batchedLoads_ = batchedLoads_ || unroll != 0;
   }
   thir::Expr it = thir::var(counter, Type{DType::Int32});
   thir::Expr value = f.step ? thir::binary(thir::BinOp::Mul, it,

@@ -394,6 +394,8 @@ private:
   const std::map<const tile::For *, PipelinePlan> &pipelines_;
   std::map<int, thir::Expr> stageOffset_; // shared buffer id -> byte offset of the version in use
   bool asyncCopies_ = false;              // global -> shared copies use cp.async where they can
+  /// Whether a serial loop was unrolled for its loads to be in flight together (lowerSerial).
+  bool batchedLoads_ = false;
   /// Stores fragment `a` into scratch shared memory with its canonical shared layout and makes
   /// shared_ describe it there, so that a gemm can read it as a shared operand (an A operand
   /// whose register layout does not give each warp the rows it multiplies). Returns false after
