@@ -34,6 +34,12 @@ sed -e 's/^        l = alloc_fragment((block_H,), accum_dtype)$/&\n        O_sha
 # (more loads in flight) speed it.
 sed 's/with Kernel(heads, batch, threads=128)/with Kernel(heads, batch, threads=256)/' "$program" \
   > "$work/combine_256.tile"
+# KV tiles of 32 rows instead of 64 on three or four stages instead of two (the same shared
+# memory, about 220 KiB with four): whether loads further ahead speed the partial kernel's loop.
+for st in 3 4; do
+  sed -e 's/^const block_N = 64$/const block_N = 32/' -e "s/num_stages=2)/num_stages=$st)/" \
+    "$program" > "$work/bn32_s$st.tile"
+done
 combines=${COMBINES:-as_written unrolled}
 
 echo "$("$tilec" --version 2>&1 | head -1); $(nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader)"
