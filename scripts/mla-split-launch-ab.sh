@@ -38,7 +38,7 @@ run)
   nvidia-smi --query-gpu=name,clocks.sm --format=csv,noheader
   for round in $(seq "${2:-3}"); do
     for b in "$ab"/*; do
-      [ -x "$b" ] && [ -f "$b" ] || continue
+      if [ ! -f "$b" ] || [ ! -x "$b" ]; then continue; fi
       echo "### $(basename "$b") round $round"
       TILEC_GPU_ONLY=mla_split64 "$b" | grep -E 'seqlen=32768|passed|FAIL'
     done
