@@ -34,6 +34,11 @@ sed -e 's/^        l = alloc_fragment((block_H,), accum_dtype)$/&\n        O_sha
 # (more loads in flight) speed it.
 sed 's/with Kernel(heads, batch, threads=128)/with Kernel(heads, batch, threads=256)/' "$program" \
   > "$work/combine_256.tile"
+# The combine's two loops over the log-sum-exps unrolled completely (not its loop over the
+# partial results): the second's loads become the first's (64 splits: 128 scalar loads a
+# thread instead of 192), now that the combine has registers for them.
+awk 'BEGIN { n = 0 } /for s in serial\(num_split\):/ && n < 2 { sub(/serial/, "unroll"); n++ } { print }' \
+  "$program" > "$work/unrolled_lse.tile"
 # KV tiles of 32 rows instead of 64 on three or four stages instead of two (the same shared
 # memory, about 220 KiB with four): whether loads further ahead speed the partial kernel's loop.
 for st in 3 4; do
