@@ -92,9 +92,9 @@ public:
   // their writes are visible; without the launch attribute the wait returns at once. The kernel
   // does not trigger its dependents early (griddepcontrol.launch_dependents): their blocks would
   // then be placed while this grid still holds the SMs, all on the few SMs it leaves free, and
-  // wait there (our reading of why MLA split's combine, 128 blocks after a partial kernel of 128
-  // on 132 SMs, was 15-20% slower at batch 1 with the trigger than with plain launches; H100,
-  // docs/results.md 2026-12-05 night).
+  // wait there (our reading of why MLA split, whose combine's 128 blocks follow a partial kernel
+  // of 128 on 132 SMs, ran 14-17% slower at batch 1 with the trigger than with plain launches;
+  // H100, docs/results.md 2026-12-05 night).
   void kernelEntry(llvm::IRBuilder<> &b, const TargetOptions &opts) const override {
     if (!opts.target.hasGridDependencyControl)
       return;
