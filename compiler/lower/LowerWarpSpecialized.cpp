@@ -507,6 +507,18 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     // Iteration `it`'s statements (the producer's copies aside). With the overlap, the first
     // iteration (`peeled`, before the loop) runs without the tail, which the next one runs;
     // the others run the previous tail behind their own gemm.
+    auto chainsIntoNext = [&](size_t i) {
+      auto *g = std::get_if<tile::Gemm>(&f.body[i].op);
+      if (!g)
+        return false;
+      for (size_t j = i + 1; j < f.body.size(); ++j) {
+        if (issued.count(&f.body[j]))
+          continue;
+        auto *next = std::get_if<tile::Gemm>(&f.body[j].op);
+        return next && !next->clearAccum && next->c.buffer == g->c.buffer;
+      }
+      return false;
+    };
     auto lowerIteration = [&](thir::Expr it, bool peeled, thir::Body &body) {
       RingPosition at = position(it);
       onlyIf(at.first, {{thir::MbarrierWait{full(0, at.slot), at.phase}}}, body);
@@ -516,9 +528,15 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
       // leave their groups in flight (wait_group G is no wait) and the first waits for all but
       // its own group before it releases the previous slot.
       wgmmaPending_ = inFlight ? G : 0;
-      for (const tile::Stmt &st : f.body) {
+      int pending = wgmmaPending_;
+      for (size_t i = 0; i < f.body.size(); ++i) {
+        const tile::Stmt &st = f.body[i];
         if (issued.count(&st) || failed_)
           continue;
+        // A gemm followed by one into the same accumulator (MLA's Q@K^T then Q_pe@K_pe^T)
+        // leaves its group in flight: the tensor cores order the two, and the second one's
+        // wait covers both, so they run back to back instead of draining in between.
+        wgmmaPending_ = chainsIntoNext(i) ? std::max(pending, 1) : pending;
         if (overlap && !peeled && &st == overlap->waitBefore)
           waitRotated(it, body);
         turn_ = {};
@@ -532,7 +550,7 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
           wgmmaPending_ = 1;
         lowerStmt(st, body, {});
         if (issuesRotated) {
-          wgmmaPending_ = 0;
+          wgmmaPending_ = pending = 0;
           issueRotated(it, body);
         } else if (overlap && peeled && &st == overlap->issueAfter) {
           releaseEarly(it, body);
