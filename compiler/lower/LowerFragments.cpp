@@ -814,9 +814,10 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
       int64_t rowsPerWarp = mma ? opts_.target.warpSize / rowLanes : 1;
       thir::Expr quad = mma ? thir::binary(thir::BinOp::FloorDiv, lane, i32(rowLanes)) : i32(0);
       int64_t totalWarps = ls.threads / opts_.target.warpSize;
-      out_.dynamicSharedBytes = std::max<int>(
-          out_.dynamicSharedBytes,
-          static_cast<int>(scratchBase_ + nPartial * totalWarps * rowsPerWarp * bytes));
+      const thir::SmemRegion scratch{scratchBase_,
+                                     scratchBase_ + nPartial * totalWarps * rowsPerWarp * bytes};
+      out_.dynamicSharedBytes =
+          std::max<int>(out_.dynamicSharedBytes, static_cast<int>(scratch.end));
       auto entryOffset = [&](thir::Expr warpIndex, int64_t i) {
         thir::Expr e = thir::binary(
             thir::BinOp::Add,
@@ -832,7 +833,7 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
           thir::binary(thir::BinOp::Eq,
                        mma ? thir::binary(thir::BinOp::Mod, lane, i32(rowLanes)) : lane, i32(0));
       for (int64_t i = 0; i < nPartial; ++i)
-        leader.then.push_back({thir::SharedStore{entryOffset(warp, i), pvar(i)}});
+        leader.then.push_back({thir::SharedStore{entryOffset(warp, i), pvar(i), false, scratch}});
       out.push_back({std::move(leader)});
       int64_t span = warps * warpStride;
       thir::Expr firstWarp =
@@ -849,7 +850,7 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
           combine(
               i, thir::sharedLoad(
                      entryOffset(thir::binary(thir::BinOp::Add, firstWarp, i32(w * warpStride)), i),
-                     Type{acc}));
+                     Type{acc}, scratch));
       }
     }
   }

@@ -388,13 +388,16 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
   for (int64_t slot = 0; slot < lc.slots(); ++slot)
     acc.push_back(slotVar(C, slot));
   Type accType{DType::Float32, static_cast<int>(acc.size())};
+  std::vector<thir::SmemRegion> reads{sharedRegion(B)};
+  if (!aRegs)
+    reads.insert(reads.begin(), sharedRegion(A));
   int d = nextVar_++;
-  out.push_back(
-      {thir::DeclVar{d, accType,
-                     thir::wgmma(thir::makeVector(acc), std::move(instrs),
-                                 static_cast<int>(plan->instrN), A->dtype, aRegs,
-                                 /*aMnMajor=*/g.transA,
-                                 /*bMnMajor=*/!g.transB, wgmmaPending_, B->dtype, turn_)}});
+  out.push_back({thir::DeclVar{d, accType,
+                               thir::wgmma(thir::makeVector(acc), std::move(instrs),
+                                           static_cast<int>(plan->instrN), A->dtype, aRegs,
+                                           /*aMnMajor=*/g.transA,
+                                           /*bMnMajor=*/!g.transB, wgmmaPending_, B->dtype, turn_,
+                                           std::move(reads))}});
   for (int64_t slot = 0; slot < lc.slots(); ++slot)
     out.push_back(
         {thir::AssignVar{slotVars_.at(C->id).at(slot),
@@ -428,7 +431,8 @@ bool KernelLowering::stageOperand(const tile::Stmt &s, const tile::BufferPtr &a,
     for (int64_t lane = 0; lane < l.vector; ++lane)
       lanes.push_back(slotVar(a, c.slot0 + lane));
     thir::SharedStore st{sharedOffset(a, c.index),
-                         lanes.size() == 1 ? lanes[0] : thir::makeVector(lanes)};
+                         lanes.size() == 1 ? lanes[0] : thir::makeVector(lanes), false,
+                         sharedRegion(a)};
     if (c.guard)
       out.push_back({thir::IfStmt{c.guard, {{st}}, {}}});
     else

@@ -72,8 +72,13 @@ Effects EffectsCache::of(const thir::Expr &e) {
     fx.read.add(l->region);
   if (auto *l = std::get_if<thir::LdMatrix>(&e->op))
     fx.read.add(l->region);
-  if (std::holds_alternative<thir::Wgmma>(e->op))
+  if (auto *w = std::get_if<thir::Wgmma>(&e->op)) {
     fx.asyncRead = true;
+    if (w->reads.empty())
+      fx.read |= Regions::everything();
+    for (const thir::SmemRegion &r : w->reads)
+      fx.read.add(r);
+  }
   thir::forEachOperand(*e, [&](const thir::Expr &o) { fx |= of(o); });
   exprs_.emplace(e.get(), fx);
   return fx;

@@ -34,10 +34,10 @@ private:
 /// The shared-memory accesses of a statement's own operands, or (summarize) of everything it
 /// runs, nested bodies included.
 struct Effects {
-  Regions read;            // generic-proxy loads (ld.shared, ldmatrix)
+  Regions read;            // loads (ld.shared, ldmatrix) and wgmma's async-proxy reads
   Regions write;           // generic-proxy stores other threads may read without a protocol
   Regions atomic;          // atomic read-modify-writes: unordered among themselves
-  bool asyncRead = false;  // async-proxy reads (wgmma operands through descriptors)
+  bool asyncRead = false;  // some of `read` by the async proxy (wgmma through descriptors)
   bool landed = false;     // cp.async groups completing (cp.async.wait): generic writes
   bool aheadWrite = false; // a pipeline's stores ahead (ordered by its protocol)
   bool publish = false;    // an mbarrier arrival: data handed to threads it does not see

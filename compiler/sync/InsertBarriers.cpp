@@ -39,10 +39,13 @@ struct Need {
 };
 Need needBefore(const Pending &p, const Effects &e) {
   Need n;
-  // wgmma reads its operands through descriptors: every byte, as far as this pass knows.
+  // wgmma reads its operands through descriptors, in the async proxy: generic writes before it
+  // are fenced (wherever they went, as this pass does not track what the fence covers). What
+  // it reads is its operands' buffers (thir::Wgmma::reads). A barrier orders those reads only
+  // where every thread waited for its wgmma before it: lowering places the waits so.
   n.fence = p.unfenced && e.asyncRead;
   // Atomics conflict with plain accesses both ways, not with each other.
-  const Regions &reads = e.asyncRead ? Regions::everything() : e.read;
+  const Regions &reads = e.read;
   n.barrier = n.fence || p.write.overlaps(reads) || p.read.overlaps(e.write) ||
               p.write.overlaps(e.atomic) || p.read.overlaps(e.atomic) || p.atomic.overlaps(reads) ||
               p.atomic.overlaps(e.write);
@@ -50,7 +53,7 @@ Need needBefore(const Pending &p, const Effects &e) {
 }
 
 Pending after(Pending p, const Effects &e) {
-  p.read |= e.asyncRead ? Regions::everything() : e.read;
+  p.read |= e.read;
   p.write |= e.landed ? Regions::everything() : e.write;
   p.atomic |= e.atomic;
   p.unfenced |= !e.write.empty() || !e.atomic.empty() || e.landed;

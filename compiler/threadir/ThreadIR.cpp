@@ -164,6 +164,8 @@ private:
                     w.bMnMajor ? ".b_mn_major" : "", turnSuffix(w.turn), expr(w.acc, k));
     for (const WgmmaInstr &i : w.instrs)
       s += fmt::format(", [acc {}: {}, {}]", i.accFirst, expr(i.a, k), expr(i.bDesc, k));
+    for (const SmemRegion &r : w.reads)
+      s += regionSuffix(r);
     return s + ")";
   }
 };
@@ -427,8 +429,11 @@ bool wgmmaTypes(DType a, DType b) {
 
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
            bool aMnMajor, bool bMnMajor, int pending, std::optional<DType> bInputType,
-           Wgmma::Turn turn) {
+           Wgmma::Turn turn, std::vector<SmemRegion> reads) {
   requireExpr(acc, "wgmma");
+  for (const SmemRegion &r : reads)
+    if (r.begin < 0 || r.end <= r.begin)
+      misuse("wgmma read region");
   if (pending < 0 || pending > 7)
     misuse("wgmma pending group count");
   if (turn.barrier < -1 || turn.barrier > 14 || (turn.barrier >= 0) != (turn.wait || turn.pass))
@@ -449,7 +454,7 @@ Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, boo
   }
   Type t = acc->type;
   return make(t, Wgmma{std::move(acc), std::move(instrs), n, inputType, aInRegisters, aMnMajor,
-                       bMnMajor, pending, turn, bInputType});
+                       bMnMajor, pending, turn, bInputType, std::move(reads)});
 }
 
 Expr bitcast(Expr a, Type t) {

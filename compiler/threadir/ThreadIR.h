@@ -222,6 +222,9 @@ struct Wgmma {
   // B's type where it differs from A's (`inputType`): float8 wgmma may mix e4m3 and e5m2.
   std::optional<DType> bInputType;
   DType bType() const { return bInputType.value_or(inputType); }
+  /// The shared bytes its descriptors read (A's and B's buffers, every version of them), for
+  /// insert-barriers; none listed: every byte.
+  std::vector<SmemRegion> reads;
   /// The k of one instruction: 32 for float8 inputs (which are K-major only), 16 for 16-bit.
   int k() const { return dtypeBits(inputType) == 8 ? 32 : 16; }
 };
@@ -493,7 +496,8 @@ Expr bitcast(Expr a, Type t);
 Expr sharedAddress(Expr byteOffset);
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
            bool aMnMajor, bool bMnMajor, int pending = 0,
-           std::optional<DType> bInputType = std::nullopt, Wgmma::Turn turn = {});
+           std::optional<DType> bInputType = std::nullopt, Wgmma::Turn turn = {},
+           std::vector<SmemRegion> reads = {});
 /// Whether code generation has unary `op` on float64: the transcendentals it evaluates only in
 /// float32 (exp, log, tanh, ...) it has not; lowering reports them at their source.
 bool hasFloat64(UnOp op);

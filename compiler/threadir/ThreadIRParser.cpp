@@ -1030,6 +1030,17 @@ private:
       expectPunct("]");
       w.instrs.push_back(std::move(in));
     }
+    // The shared bytes it reads: `; begin, end` each.
+    while (accept(";")) {
+      SmemRegion r;
+      r.begin = integer(0, INT32_MAX, "a region's first byte");
+      expectPunct(",");
+      SourceLoc at = cur_.loc;
+      r.end = integer(0, INT32_MAX, "a region's end");
+      if (r.end <= r.begin)
+        error(at, fmt::format("empty region [{}, {})", r.begin, r.end));
+      w.reads.push_back(r);
+    }
     expectPunct(")");
     Type t = w.acc->type;
     return make(loc, t, std::move(w));

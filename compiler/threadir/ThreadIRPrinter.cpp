@@ -235,6 +235,8 @@ private:
         turnSuffix(w.turn), expr(w.acc));
     for (const WgmmaInstr &i : w.instrs)
       s += fmt::format(", [acc {}: {}, {}]", i.accFirst, expr(i.a), expr(i.bDesc));
+    for (const SmemRegion &r : w.reads)
+      s += regionSuffix(r);
     return s + ")";
   }
 

@@ -649,6 +649,8 @@ private:
       turn(&n, w.turn.barrier);
     if (!(n.type == w.acc->type))
       error(&n, fmt::format("wgmma on {} typed {}", ts(w.acc->type), ts(n.type)));
+    for (const SmemRegion &r : w.reads)
+      requireRegion(&n, r, nullptr, 0);
     Type aType = w.aInRegisters ? Type{DType::Int32, 4} : kInt64;
     for (const WgmmaInstr &i : w.instrs) {
       requireType(&n, i.a, aType, "wgmma operand A");
