@@ -1,5 +1,6 @@
 // Internal to lower/: the per-kernel lowering state, split over Lower.cpp (global memory,
-// expressions, control flow) and LowerFragments.cpp (fragments, reductions, tile copies).
+// expressions, control flow), LowerLoops.cpp (serial and Parallel loops), LowerFragments.cpp
+// (fragments, reductions, tile copies) and the files docs/architecture.md lists.
 #pragma once
 
 #include "analysis/FragmentLayout.h"
