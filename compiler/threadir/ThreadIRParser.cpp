@@ -666,18 +666,21 @@ private:
       expectIdent("smem");
     expectPunct("[");
     Expr offset = expr();
-    if (region && accept(";")) {
-      SmemRegion r;
-      r.begin = integer(0, INT32_MAX, "a region's first byte");
-      expectPunct(",");
-      SourceLoc loc = cur_.loc;
-      r.end = integer(0, INT32_MAX, "a region's end");
-      if (r.end <= r.begin)
-        error(loc, fmt::format("empty region [{}, {})", r.begin, r.end));
-      *region = r;
-    }
+    if (region && accept(";"))
+      *region = regionBounds();
     expectPunct("]");
     return offset;
+  }
+  /// `begin, end` of a shared region (after its `;`).
+  SmemRegion regionBounds() {
+    SmemRegion r;
+    r.begin = integer(0, INT32_MAX, "a region's first byte");
+    expectPunct(",");
+    SourceLoc loc = cur_.loc;
+    r.end = integer(0, INT32_MAX, "a region's end");
+    if (r.end <= r.begin)
+      error(loc, fmt::format("empty region [{}, {})", r.begin, r.end));
+    return r;
   }
 
   // ---- Expressions -----------------------------------------------------------------------
@@ -1031,16 +1034,8 @@ private:
       w.instrs.push_back(std::move(in));
     }
     // The shared bytes it reads: `; begin, end` each.
-    while (accept(";")) {
-      SmemRegion r;
-      r.begin = integer(0, INT32_MAX, "a region's first byte");
-      expectPunct(",");
-      SourceLoc at = cur_.loc;
-      r.end = integer(0, INT32_MAX, "a region's end");
-      if (r.end <= r.begin)
-        error(at, fmt::format("empty region [{}, {})", r.begin, r.end));
-      w.reads.push_back(r);
-    }
+    while (accept(";"))
+      w.reads.push_back(regionBounds());
     expectPunct(")");
     Type t = w.acc->type;
     return make(loc, t, std::move(w));
