@@ -1,5 +1,6 @@
 // Internal to sema: the values names evaluate to, scopes, and the Sema class split over
-// SemaModule.cpp (top level, imports, kernels), SemaExpr.cpp and SemaStmt.cpp.
+// SemaModule.cpp (top level, imports, kernels), SemaExpr.cpp, SemaBuiltins.cpp, SemaMacros.cpp,
+// SemaStmt.cpp and SemaOps.cpp.
 #pragma once
 
 #include "sema/Sema.h"
@@ -74,6 +75,8 @@ std::string shapeText(const std::vector<tile::Expr> &shape);
 /// `[A-Za-z_][A-Za-z0-9_]*`: a name C++ and the generated header can use (a kernel's symbol, a
 /// launch argument).
 bool isIdentifier(const std::string &s);
+/// Names that resolve to a builtin: the tile operations and the other builtins.
+bool isBuiltin(const std::string &n);
 
 struct ModuleScope {
   std::string name; // dotted module name, empty for the main file
