@@ -173,12 +173,7 @@ void KernelLowering::lowerParallel(const tile::Stmt &s, const tile::For &f, thir
   int v = plan.vector;
   int64_t steps = plan.steps();
   int stepVar = nextVar_++;
-  thir::ForStmt loop;
-  loop.var = stepVar;
-  loop.varType = Type{DType::Int32};
-  loop.begin = thir::constInt(0, DType::Int32);
-  loop.end = thir::constInt(steps, DType::Int32);
-  loop.step = thir::constInt(1, DType::Int32);
+  thir::ForStmt loop = countingLoop(stepVar, i32(steps));
   loop.unroll = steps <= 8;
   thir::Expr tid = thread();
   thir::Expr chunk =
@@ -252,12 +247,7 @@ void KernelLowering::lowerParallel(const tile::Stmt &s, const tile::For &f, thir
       split.then = std::move(fast);
       // Slow path: element by element with masks.
       int lane = nextVar_++;
-      thir::ForStmt lanes;
-      lanes.var = lane;
-      lanes.varType = Type{DType::Int32};
-      lanes.begin = thir::constInt(0, DType::Int32);
-      lanes.end = thir::constInt(v, DType::Int32);
-      lanes.step = thir::constInt(1, DType::Int32);
+      thir::ForStmt lanes = countingLoop(lane, i32(v));
       lanes.unroll = true;
       bindVars(thir::binary(thir::BinOp::Add, flat, thir::var(lane, Type{DType::Int32})));
       declaredHere_ = savedDeclared;
