@@ -1,4 +1,5 @@
 #include "driver/HeaderGen.h"
+#include "driver/HeaderGenImpl.h"
 
 #include "target/TargetInfo.h"
 
@@ -22,28 +23,20 @@ std::string_view runtimeCoreHeaderBytes(); // generated from runtime_core.h at b
 
 std::string_view runtimeHeaderText() { return detail::runtimeHeaderBytes(); }
 
-namespace {
+namespace detail {
 
-/// The launch API a header is written against: the names of its result, stream and device
-/// pointer types and the runtime, pasted into the header, that loads and launches over it. The
-/// two runtimes have the same functions (load, unload, loadedImage, launch, the checks).
-struct LaunchApi {
-  std::string_view result, success, stream, devicePtr, rt, include, guard, name;
-  std::string_view (*runtime)();
-};
-
-const LaunchApi kCuda = {"::CUresult",      "::CUDA_SUCCESS", "::CUstream",
-                         "::CUdeviceptr",   "::tilec::rt",    "<cuda.h>",
-                         "TILEC_RUNTIME_H", "CUDA",           detail::runtimeHeaderBytes};
-const LaunchApi kHip = {"::hipError_t",
-                        "::hipSuccess",
-                        "::hipStream_t",
-                        "::hipDeviceptr_t",
-                        "::tilec::hiprt",
-                        "<hip/hip_runtime_api.h>",
-                        "TILEC_RUNTIME_HIP_H",
-                        "HIP",
-                        detail::runtimeHipHeaderBytes};
+extern const LaunchApi kCuda = {"::CUresult",      "::CUDA_SUCCESS", "::CUstream",
+                                "::CUdeviceptr",   "::tilec::rt",    "<cuda.h>",
+                                "TILEC_RUNTIME_H", "CUDA",           detail::runtimeHeaderBytes};
+extern const LaunchApi kHip = {"::hipError_t",
+                               "::hipSuccess",
+                               "::hipStream_t",
+                               "::hipDeviceptr_t",
+                               "::tilec::hiprt",
+                               "<hip/hip_runtime_api.h>",
+                               "TILEC_RUNTIME_HIP_H",
+                               "HIP",
+                               detail::runtimeHipHeaderBytes};
 
 /// HIP for AMD targets, the CUDA Driver API for NVIDIA's.
 const LaunchApi &launchApiOf(std::string_view arch) {
@@ -320,7 +313,7 @@ std::string tensorMapSetup(const thir::Kernel &k, size_t index, size_t i,
       names[m.tensor], tensorMapSwizzle(m.swizzleBytes));
 }
 
-std::string cxxParamType(const thir::Param &p, const LaunchApi &api = kCuda) {
+std::string cxxParamType(const thir::Param &p, const LaunchApi &api) {
   switch (p.kind) {
   case thir::ParamKind::Tensor:
     return std::string(api.devicePtr);
@@ -427,15 +420,6 @@ bool isHeaderName(std::string_view s) {
       return true;
   return false;
 }
-
-/// Everything the header needs to say about one kernel, from every image it was compiled into.
-struct KernelEntry {
-  const thir::Kernel *kernel;         // from the first image (names, parameters, grid)
-  std::vector<int> alignBytes;        // per parameter: the most any image assumes
-  unsigned threads = 0;               // the most any image uses
-  unsigned dynamicSharedBytes = 0;    // the most any image uses
-  unsigned persistentBlocksPerSM = 0; // the most any image uses (0: none is persistent)
-};
 
 void appendKernel(std::string &out, const KernelEntry &e, size_t index, const LaunchApi &api) {
   const thir::Kernel &k = *e.kernel;
@@ -559,7 +543,9 @@ uint64_t fnv1a(std::string_view text) {
   return h;
 }
 
-} // namespace
+} // namespace detail
+
+using namespace detail;
 
 std::string defaultNamespace(std::string_view stem) {
   std::string id;
@@ -795,119 +781,6 @@ std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderO
   out += fmt::format("}} // namespace {}\n}} // namespace {}\n\n"
                      "#if defined(__GNUC__)\n#pragma GCC visibility pop\n#endif\n",
                      inner, opts.ns);
-  return out;
-}
-
-std::string cPrefix(std::string_view ns) {
-  std::string p;
-  for (size_t i = 0; i < ns.size(); ++i) {
-    if (ns.substr(i, 2) == "::") {
-      p += '_';
-      ++i;
-    } else {
-      p += ns[i];
-    }
-  }
-  return p;
-}
-
-std::string generateCHeader(const std::vector<HeaderImage> &images, const HeaderOptions &opts,
-                            std::string_view cxxHeaderName) {
-  if (!isValidNamespace(opts.ns))
-    bug(fmt::format("invalid namespace '{}'", opts.ns));
-  std::vector<KernelEntry> entries = mergeKernels(images);
-  const thir::Module &m = *images.front().module;
-  const LaunchApi &api = launchApiOf(images.front().arch);
-  // The C spellings of the API's types (no leading "::").
-  const std::string_view result = api.result.substr(2), stream = api.stream.substr(2);
-  std::string include = fmt::format("#include {}\n", api.include);
-  if (&api == &kHip) // as the C++ header does: Debian's HIP headers need the platform named
-    include = "#ifndef __HIP_PLATFORM_AMD__\n#define __HIP_PLATFORM_AMD__\n#endif\n" + include;
-  std::string prefix = cPrefix(opts.ns);
-  std::string guard = "TILEC_C_API_" + prefix;
-  for (char &c : guard)
-    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  auto cType = [&api](const thir::Param &p) -> std::string {
-    std::string t = cxxParamType(p, api);
-    if (t.rfind("::std::", 0) == 0)
-      return t.substr(7);
-    return t.rfind("::", 0) == 0 ? t.substr(2) : t;
-  };
-
-  std::string out = fmt::format(
-      "/* Generated by tilec from {}. Do not edit.\n"
-      " * The C API of {}: extern \"C\" functions over the C++ header {}, for C and\n"
-      " * foreign-function interfaces. Declarations only, unless one C++ translation unit of the\n"
-      " * library defines TILEC_C_API_IMPLEMENTATION before including this file; that one\n"
-      " * defines the functions (with default visibility, so a shared library exports them). */\n"
-      "#ifndef {}\n#define {}\n\n{}\n#include <stdbool.h>\n#include <stdint.h>\n\n"
-      "#ifdef __cplusplus\nextern \"C\" {{\n#endif\n\n",
-      opts.sourceName.empty() ? m.name : opts.sourceName, opts.ns, cxxHeaderName, guard, guard,
-      include);
-  out += fmt::format("/* Loads the module into the current context (launches do it lazily). */\n"
-                     "{1} {0}_load(void);\n"
-                     "/* Unloads the module from every context it was loaded into. */\n"
-                     "void {0}_unload(void);\n"
-                     "/* Why the last failed launch on this thread failed (which argument, why). "
-                     "*/\nconst char *{0}_last_error(void);\n\n",
-                     prefix, result);
-  if (!opts.constants.empty()) {
-    // Macros, as C has no typed compile-time constants of 64 bits; `_constant_` keeps them
-    // apart from the functions (a constant may be named `load`).
-    out += "/* The program's integer and boolean constants as compiled (after -D). */\n";
-    for (const HeaderConstant &c : opts.constants) {
-      if (!isIdentifier(c.name))
-        bug(fmt::format("constant name '{}' is not an identifier", c.name));
-      std::string value = c.isBool               ? std::string(c.value ? "1" : "0")
-                          : c.value == INT64_MIN ? "(-INT64_C(9223372036854775807) - 1)"
-                                                 : fmt::format("INT64_C({})", c.value);
-      out += fmt::format("#define {}_constant_{} {}\n", prefix, c.name, value);
-    }
-    out += "\n";
-  }
-  std::string impl;
-  impl += fmt::format("{2} {0}_load(void) {{ return ::{1}::load(); }}\n"
-                      "void {0}_unload(void) {{ ::{1}::unload(); }}\n"
-                      "const char *{0}_last_error(void) {{ return ::{1}::last_error(); }}\n",
-                      prefix, opts.ns, result);
-  for (const KernelEntry &e : entries) {
-    const thir::Kernel &k = *e.kernel;
-    std::vector<std::string> names = launchParamNames(k);
-    for (std::string &n : names)
-      if (n == "restrict") // a C keyword that C++ lacks
-        n += '_';
-    std::string fn = functionName(k), cfn = prefix + "_" + fn;
-    out += fmt::format(
-        "/* {}: {} threads a block, {} bytes of dynamic shared memory. */\n"
-        "enum {{\n  {}_threads_per_block = {},\n  {}_dynamic_shared_bytes = {}\n}};\n",
-        k.name, k.threads, k.dynamicSharedBytes, cfn, k.threads, cfn, k.dynamicSharedBytes);
-    std::string params = fmt::format("{} stream", stream), args = "stream", gridParams, gridArgs;
-    for (size_t i = 0; i < k.params.size(); ++i) {
-      if (!isLaunchArgument(k.params[i]))
-        continue;
-      params += fmt::format(", {} {}", cType(k.params[i]), names[i]);
-      args += ", " + names[i];
-      if (isGridArgument(k.params[i])) {
-        gridParams += fmt::format("{} {}, ", cType(k.params[i]), names[i]);
-        gridArgs += (gridArgs.empty() ? "" : ", ") + names[i];
-      }
-    }
-    out += fmt::format("/* The launch grid for these arguments, as x, y, z. */\n"
-                       "void {}_grid({}int64_t grid[3]);\n",
-                       cfn, gridParams);
-    out += fmt::format("{} {}({});\n\n", result, cfn, params);
-    impl += fmt::format("void {}_grid({}int64_t grid[3]) {{\n"
-                        "  const {}::Grid g = ::{}::{}_info::grid({});\n"
-                        "  grid[0] = g.x;\n  grid[1] = g.y;\n  grid[2] = g.z;\n}}\n",
-                        cfn, gridParams, api.rt, opts.ns, fn, gridArgs);
-    impl += fmt::format("{} {}({}) {{ return ::{}::{}({}); }}\n", result, cfn, params, opts.ns, fn,
-                        args);
-  }
-  out += "#ifdef __cplusplus\n} /* extern \"C\" */\n#endif\n\n";
-  out += fmt::format("#if defined(__cplusplus) && defined(TILEC_C_API_IMPLEMENTATION)\n"
-                     "#include \"{}\"\n\nextern \"C\" {{\n{}}} // extern \"C\"\n#endif\n\n"
-                     "#endif /* {} */\n",
-                     cxxHeaderName, impl, guard);
   return out;
 }
 
