@@ -168,9 +168,6 @@ void KernelLowering::copyGlobal(const tile::Stmt &s, const tile::Region &glob, c
       thir::Body *target = &out;
       thir::IfStmt guard;
       thir::Expr cond = ch.guard;
-      auto conj = [](thir::Expr a, thir::Expr b) {
-        return !a ? b : !b ? a : thir::binary(thir::BinOp::And, a, b);
-      };
       if (toGlobal && l.kind == FragmentLayout::Kind::Replicated)
         cond = conj(cond, soleWriter(l, ch.slot0, tid));
       cond = conj(cond, writer);

@@ -1,6 +1,6 @@
 // Internal to lower/: the per-kernel lowering state, split over Lower.cpp (global memory,
 // expressions, control flow), LowerLoops.cpp (serial and Parallel loops), LowerFragments.cpp
-// (fragments, reductions, tile copies) and the files docs/architecture.md lists.
+// (fragments), LowerReduce.cpp (their row reductions) and the files docs/architecture.md lists.
 #pragma once
 
 #include "analysis/FragmentLayout.h"
@@ -67,6 +67,14 @@ inline thir::ForStmt countingLoop(int var, thir::Expr n) {
   loop.end = std::move(n);
   loop.step = i32(1);
   return loop;
+}
+/// `a && b` where either may be absent (no condition).
+inline thir::Expr conj(thir::Expr a, thir::Expr b) {
+  if (!a)
+    return b;
+  if (!b)
+    return a;
+  return thir::binary(thir::BinOp::And, a, b);
 }
 inline thir::Expr zeroOf(DType t) {
   return isFloat(t) ? thir::constFloat(0.0, t) : thir::constInt(0, t);
@@ -445,6 +453,7 @@ public:
 
 private:
   void lowerFill(const tile::Stmt &s, const tile::Fill &f, thir::Body &out);
+  // ---- LowerReduce.cpp: reductions of fragments along their rows ----------------------------
   void lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thir::Body &out);
   // ---- LowerScan.cpp: tile operations done through shared memory ----------------------------
   void lowerCumsum(const tile::Stmt &s, const tile::Cumsum &c, thir::Body &out);
