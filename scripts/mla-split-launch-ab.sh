@@ -15,9 +15,15 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ab=$root/.gpu/ab
+# What each KERNEL rebuilds (the program, its folder in gen/ and tilec's options, as
+# gpu-test.sh builds it) and which cases it runs and prints.
 case "${KERNEL:-split64}" in
-split64) only=mla_split64 timed='seqlen=32768' ;;
-decode) only='mla_decode sm_90a' timed='seqlen=(4096|8192)' ;;
+split64)
+  program=mla_decode_split.tile dir=mla64 flags=(-D num_split=64 --namespace tile::mla_split64)
+  only=mla_split64 timed='seqlen=32768' ;;
+decode)
+  program=mla_decode.tile dir=mla flags=()
+  only='mla_decode sm_90a' timed='seqlen=(4096|8192)' ;;
 *) echo "KERNEL is split64 or decode"; exit 1 ;;
 esac
 cuda=${CUDA_HOME:-/usr/local/cuda}
@@ -33,17 +39,10 @@ build)
     tilec=${words[0]} options=("${words[@]:1}")
     gen=$(mktemp -d)
     cp -r "$root/.gpu/gen/." "$gen/"
-    if [ "${KERNEL:-split64}" = decode ]; then
-      out=$gen/mla
-      rm -rf "$out" && mkdir "$out"
-      "$tilec" compile "$root/samples/mla_decode.tile" -o "$out" --emit cubin,ptx,header \
-        "${options[@]}"
-    else
-      out=$gen/mla64
-      rm -rf "$out" && mkdir "$out"
-      "$tilec" compile "$root/samples/mla_decode_split.tile" -o "$out" -D num_split=64 \
-        --namespace tile::mla_split64 --emit cubin,ptx,header "${options[@]}"
-    fi
+    out=$gen/$dir
+    rm -rf "$out" && mkdir "$out"
+    "$tilec" compile "$root/samples/$program" -o "$out" "${flags[@]}" --emit cubin,ptx,header \
+      "${options[@]}"
     g++ -std=c++17 -O2 -pthread -I"$gen" -I"$root/tests/gpu" -I"$cuda/include" \
       "$root/tests/gpu/attention_gpu.cpp" -o "$ab/$name" -L"$cuda/lib64/stubs" -lcuda -ldl
     echo "$name: $("$tilec" --version | head -1) ${options[*]}, $(grep -c griddepcontrol "$out/"*.ptx) griddepcontrol, $(grep -h minnctapersm "$out/"*.ptx | tr -s ' \t' ' ' | tr '\n' ';')" \

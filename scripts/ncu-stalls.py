@@ -7,8 +7,10 @@ On the GPU machine (tests built by scripts/gpu-test.sh build), e.g. MLA split at
         --launch-skip 2 --launch-count 2 --set full -o $OUT/mla .gpu/bin/attention_gpu
     ncu -i $OUT/mla.ncu-rep --page source --print-source sass --csv > $OUT/source.csv
 
-then anywhere: scripts/ncu-stalls.py source.csv [TOP]. Prints each kernel's sampled stall
-reasons and its TOP instructions by samples (default 25), with their two main reasons.
+then anywhere: scripts/ncu-stalls.py source.csv [TOP] [--cuts I,J,...]. Prints each kernel's
+sampled stall reasons and its TOP instructions by samples (default 25), with their two main
+reasons and their index in the listing; with --cuts, the first kernel's samples summed over the
+listing cut at those indices ([0, I), [I, J), ..., to the end), e.g. before, in and after a loop.
 """
 import csv
 import sys
@@ -27,11 +29,17 @@ def kernels(rows):
 
 
 def main():
-    path = sys.argv[1]
-    top = int(sys.argv[2]) if len(sys.argv) > 2 else 25
+    args = sys.argv[1:]
+    cuts = []
+    if "--cuts" in args:
+        at = args.index("--cuts")
+        cuts = [int(x) for x in args[at + 1].split(",")]
+        del args[at : at + 2]
+    path = args[0]
+    top = int(args[1]) if len(args) > 1 else 25
     with open(path, newline="") as f:
         rows = list(csv.reader(f))
-    for k in list(kernels(rows)):
+    for n, k in enumerate(list(kernels(rows))):
         col = {name: i for i, name in enumerate(k["header"])}
         reasons = [n for n in k["header"] if n.startswith("stall_") and "Not Issued" not in n]
         samples = col["Warp Stall Sampling (All Samples)"]
@@ -51,6 +59,12 @@ def main():
             main_reasons = sorted(counts.items(), key=lambda x: -x[1])[:2]
             why = ", ".join(f"{r} {v}" for r, v in main_reasons if v)
             print(f"  {s:6d} {i:5d}  {src[:70]:70s} {why}")
+        if cuts and n == 0:
+            print("  samples by listing range:")
+            bounds = [0] + cuts + [len(lines)]
+            for a, b in zip(bounds, bounds[1:]):
+                part = sum(s for s, *_ in lines[a:b])
+                print(f"  [{a:5d}, {b:5d})  {part:6d} {100 * part / max(total, 1):5.1f}%")
 
 
 if __name__ == "__main__":

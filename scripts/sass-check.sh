@@ -8,7 +8,9 @@
 #                                 compiled to PTX and assembled by ptxas -v into .sass-check/
 #   scripts/sass-check.sh run     on the GPU machine (cuobjdump), with .sass-check/ carried:
 #                                 per cubin, the counts of UTMALDG, HGMMA, QGMMA, local-memory accesses
-#                                 (STL/LDL) and ptxas's spill and serialization lines; exits 1
+#                                 (STL/LDL), R2UR (values moved to uniform registers, e.g. wgmma
+#                                 descriptors) and SASS instructions, and ptxas's spill and
+#                                 serialization lines; exits 1
 #                                 when a program that runs a gemm lacks UTMALDG or HGMMA, or
 #                                 any program spills or is serialized.
 set -euo pipefail
@@ -46,12 +48,14 @@ build)
   # and the decode kernel on repacked words, in the configuration the benchmark timed.
   one dequant_gemm_w4a16_large "$root/samples/dequant_gemm_w4a16_large.tile"
   one w4a16_words_s4 "$root/tests/gpu/kernels/w4a16_words.tile" -D num_stages=4
+  # MLA split as issue 10 times it at batch 1 (64 splits).
+  one mla_decode_split_64 "$conformance/mla_decode_split.tile" -D num_split=64
   git -C "$root" rev-parse --short HEAD >"$dir/COMMIT" 2>/dev/null || true
   ls "$dir"/*.cubin | wc -l
   ;;
 run)
   echo "# SASS of the sm_90a builds, commit $(cat "$dir/COMMIT" 2>/dev/null || echo unknown)"
-  printf '%-36s %8s %8s %8s %8s %s\n' program UTMALDG HGMMA QGMMA STL/LDL ptxas
+  printf '%-36s %8s %8s %8s %8s %8s %8s %s\n' program UTMALDG HGMMA QGMMA STL/LDL R2UR SASS ptxas
   status=0
   for cubin in "$dir"/*.cubin; do
     name=$(basename "$cubin" .cubin)
@@ -60,6 +64,8 @@ run)
     mma=$(grep -c 'HGMMA' <<<"$sass" || true)
     fp8mma=$(grep -c 'QGMMA' <<<"$sass" || true)
     local_mem=$(grep -cE '\b(STL|LDL)\b' <<<"$sass" || true)
+    r2ur=$(grep -c 'R2UR' <<<"$sass" || true)
+    instructions=$(grep -cE '^\s+/\*[0-9a-f]{4}\*/' <<<"$sass" || true)
     spills=$(grep -oE '[0-9]+ bytes spill stores, [0-9]+ bytes spill loads' "$dir/$name.ptxas.txt" |
       sort -u | paste -sd';')
     serialized=$(grep -c 'serialized' "$dir/$name.ptxas.txt" || true)
@@ -74,7 +80,8 @@ run)
       verdict=FAIL
     fi
     [ "$verdict" = ok ] || status=1
-    printf '%-36s %8s %8s %8s %8s %s%s  %s\n' "$name" "$tma" "$mma" "$fp8mma" "$local_mem" "$spills" \
+    printf '%-36s %8s %8s %8s %8s %8s %8s %s%s  %s\n' "$name" "$tma" "$mma" "$fp8mma" "$local_mem" \
+      "$r2ur" "$instructions" "$spills" \
       "$([ "$serialized" -ne 0 ] && echo ', wgmma serialized')" "$verdict"
   done
   exit $status

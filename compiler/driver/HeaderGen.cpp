@@ -119,7 +119,13 @@ std::vector<std::string> launchParamNames(const thir::Kernel &k) {
   return names;
 }
 
-bool isHeaderName(std::string_view s);
+/// The names a header defines next to the kernels' launch functions.
+bool isHeaderName(std::string_view s) {
+  for (std::string_view n : {"load", "unload", "loaded_image", "last_error", "constants"})
+    if (s == n)
+      return true;
+  return false;
+}
 
 std::string functionName(const thir::Kernel &k) {
   if (!isIdentifier(k.name))
@@ -128,6 +134,12 @@ std::string functionName(const thir::Kernel &k) {
     return "kernel_" + k.name;
   return isKeyword(k.name) || isHeaderName(k.name) ? k.name + "_" : k.name;
 }
+
+} // namespace detail
+
+using namespace detail;
+
+namespace {
 
 /// Translates a grid expression into host C++ over `int64_t`, with the language's integer
 /// semantics (floored // and %) from the runtime `rt` (::tilec::rt or ::tilec::hiprt).
@@ -231,6 +243,10 @@ private:
   std::string_view rt_;
 };
 
+} // namespace
+
+namespace detail {
+
 /// Whether the caller passes the parameter; the launch function derives the others (tensor
 /// maps and the TMA flag) from what the caller passes.
 bool isLaunchArgument(const thir::Param &p) {
@@ -241,6 +257,10 @@ bool isLaunchArgument(const thir::Param &p) {
 bool isGridArgument(const thir::Param &p) {
   return isLaunchArgument(p) && p.kind != thir::ParamKind::Tensor;
 }
+
+} // namespace detail
+
+namespace {
 
 std::string_view tensorMapDataType(DType t) {
   switch (t) {
@@ -313,7 +333,9 @@ std::string tensorMapSetup(const thir::Kernel &k, size_t index, size_t i,
       names[m.tensor], tensorMapSwizzle(m.swizzleBytes));
 }
 
-std::string cxxParamType(const thir::Param &p, const LaunchApi &api) {
+} // namespace
+
+std::string detail::cxxParamType(const thir::Param &p, const LaunchApi &api) {
   switch (p.kind) {
   case thir::ParamKind::Tensor:
     return std::string(api.devicePtr);
@@ -331,6 +353,8 @@ std::string cxxParamType(const thir::Param &p, const LaunchApi &api) {
     return std::string(t);
   return fmt::format("::std::{}", t);
 }
+
+namespace {
 
 std::string paramComment(const thir::Param &p) {
   switch (p.kind) {
@@ -411,14 +435,6 @@ ParamCode paramCode(const thir::Param &p, const std::string &name, const std::st
     return {"", name};
   }
   bug("unknown parameter kind");
-}
-
-/// The names a header defines next to the kernels' launch functions.
-bool isHeaderName(std::string_view s) {
-  for (std::string_view n : {"load", "unload", "loaded_image", "last_error", "constants"})
-    if (s == n)
-      return true;
-  return false;
 }
 
 void appendKernel(std::string &out, const KernelEntry &e, size_t index, const LaunchApi &api) {
@@ -543,9 +559,7 @@ uint64_t fnv1a(std::string_view text) {
   return h;
 }
 
-} // namespace detail
-
-using namespace detail;
+} // namespace
 
 std::string defaultNamespace(std::string_view stem) {
   std::string id;

@@ -431,8 +431,8 @@ bool KernelLowering::stageOperand(const tile::Stmt &s, const tile::BufferPtr &a,
     for (int64_t lane = 0; lane < l.vector; ++lane)
       lanes.push_back(slotVar(a, c.slot0 + lane));
     thir::SharedStore st{sharedOffset(a, c.index),
-                         lanes.size() == 1 ? lanes[0] : thir::makeVector(lanes), false,
-                         sharedRegion(a)};
+                         lanes.size() == 1 ? lanes[0] : thir::makeVector(lanes),
+                         /*ahead=*/false, sharedRegion(a)};
     if (c.guard)
       out.push_back({thir::IfStmt{c.guard, {{st}}, {}}});
     else

@@ -130,7 +130,8 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
           thir::binary(thir::BinOp::Eq,
                        mma ? thir::binary(thir::BinOp::Mod, lane, i32(rowLanes)) : lane, i32(0));
       for (int64_t i = 0; i < nPartial; ++i)
-        leader.then.push_back({thir::SharedStore{entryOffset(warp, i), pvar(i), false, scratch}});
+        leader.then.push_back(
+            {thir::SharedStore{entryOffset(warp, i), pvar(i), /*ahead=*/false, scratch}});
       out.push_back({std::move(leader)});
       int64_t span = warps * warpStride;
       thir::Expr firstWarp =
