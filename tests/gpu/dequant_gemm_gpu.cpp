@@ -5,7 +5,8 @@
 // A operand in registers (samples/dequant_gemm_w4a16_large.tile), also at decode shapes with the
 // weights repacked into words (tests/gpu/kernels/w4a16_words.tile). The reference dequantizes as
 // the kernel and PyTorch do (each weight rounded to float16, then a float64 matmul). Fresh random
-// inputs each run, a poisoned output with slack behind it, ragged M and N, and a single row.
+// inputs each run, a poisoned output with slack behind it, ragged M and N, and a single row; and,
+// with one-hot activations, the dequantized weights bit for bit.
 #include "dequant_gemm_w4a16_large.h"
 #include "gpu_common.h"
 #include "w4_large/dequant_gemm_w4a16.h"
@@ -92,6 +93,32 @@ template <class Launch> int check(const char *config, Launch launch, const Probl
   return check(config, launch, p, p);
 }
 
+/// `config` with one-hot activations (row m of A selects k = m, M = K): each output is one
+/// weight times 1.0 plus zeros, so C^T must be the dequantized weights bit for bit, whatever
+/// order the kernel accumulates in. Catches a conversion off by an ulp, which the tolerance of
+/// check() lets through.
+template <class Launch>
+int checkExact(const char *config, Launch launch, const Problem &p, const Problem &device) {
+  std::vector<uint16_t> want(p.M * p.N);
+  for (int64_t m = 0; m < p.M; ++m)
+    for (int64_t n = 0; n < p.N; ++n)
+      want[m * p.N + n] = toHalf(weight(p, n, m));
+  DeviceBuffer da = upload(device.a), db = upload(device.packed), ds = upload(device.scales);
+  DeviceBuffer dc = poisoned(want.size() * 2 + kSlackBytes);
+  CK(launch(nullptr, da, db, ds, dc, p.M, p.K, p.N));
+  CK(cuCtxSynchronize());
+  std::printf("%-7s one-hot M=K=%lld N=%lld: ", config, (long long)p.K, (long long)p.N);
+  return compareExact("C", dc, want);
+}
+
+Problem oneHotProblem(std::mt19937 &rng, int64_t K, int64_t N) {
+  Problem p = makeProblem(rng, K, N, K);
+  for (int64_t m = 0; m < K; ++m)
+    for (int64_t k = 0; k < K; ++k)
+      p.a[m * K + k] = toHalf(k == m ? 1.f : 0.f);
+  return p;
+}
+
 } // namespace
 
 int main() {
@@ -117,5 +144,9 @@ int main() {
     failures += check("areg", &tile::dequant_gemm_w4a16_large::w4a16, p);
     failures += check("words", &tile::w4a16_words::w4a16, p, repackedIntoWords(p));
   }
+  Problem hot = oneHotProblem(rng, 256, 200);
+  failures += checkExact("breg", &tile::w4a16_breg::w4a16, hot, hot);
+  failures += checkExact("areg", &tile::dequant_gemm_w4a16_large::w4a16, hot, hot);
+  failures += checkExact("words", &tile::w4a16_words::w4a16, hot, repackedIntoWords(hot));
   return verdict("dequant_gemm", failures);
 }
