@@ -1,6 +1,7 @@
 #include "codegen/FuseMaskLogic.h"
 
 #include <fmt/format.h>
+#include <llvm/ADT/APFloat.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/PatternMatch.h>
@@ -78,6 +79,110 @@ std::optional<Fusable> fusable(llvm::Instruction &i) {
   return Fusable{logic, x, mask, *constant};
 }
 
+/// The float16 constant `c` of both lanes of a <2 x half> splat.
+std::optional<llvm::APFloat> halfSplat(llvm::Value *c) {
+  auto *k = llvm::dyn_cast<llvm::Constant>(c);
+  auto *f = k ? llvm::dyn_cast_or_null<llvm::ConstantFP>(k->getSplatValue()) : nullptr;
+  if (!f || !f->getType()->isHalfTy())
+    return std::nullopt;
+  return f->getValueAPF();
+}
+
+/// `v + c` for an fadd or fsub of `v` by a float16 splat (c negated for fsub), or nullopt.
+std::optional<llvm::APFloat> addedConstant(llvm::Instruction *user, llvm::Value *v) {
+  auto *op = llvm::dyn_cast<llvm::BinaryOperator>(user);
+  if (!op || !op->getType()->isVectorTy())
+    return std::nullopt;
+  if (op->getOpcode() == llvm::Instruction::FAdd) {
+    llvm::Value *other = op->getOperand(0) == v ? op->getOperand(1) : op->getOperand(0);
+    return other == v ? std::nullopt : halfSplat(other);
+  }
+  if (op->getOpcode() == llvm::Instruction::FSub && op->getOperand(0) == v) {
+    auto c = halfSplat(op->getOperand(1));
+    if (c)
+      c->changeSign();
+    return c;
+  }
+  return std::nullopt;
+}
+
+/// A float16 field read at bit 4 instead of bit 0 (FuseMaskLogic.h): rewrites `fu` and the
+/// additions after it when they qualify; whether it did.
+bool readFieldUnshifted(Fusable &fu) {
+  // x = w >> s with 4 <= s <= 12, so that bits s..s+3 of each half of w are bits 4..7 of the
+  // halves of w >> (s - 4).
+  llvm::Value *w = nullptr;
+  uint64_t s = 0;
+  if (!match(fu.x, m_LShr(m_Value(w), m_ConstantInt(s))) || !w->getType()->isIntegerTy(32) ||
+      s < 4 || s > 12)
+    return false;
+  // The same field in both lanes, at most 4 bits; the constant is float16 1024 (0x6400) in both
+  // lanes with at most the field's bits of its mantissa set.
+  const uint32_t lane = fu.mask & 0xFFFF, c = fu.constant & 0xFFFF;
+  if (fu.mask >> 16 != lane || lane > 15 || fu.constant >> 16 != c || (c & 0xFC00) != 0x6400 ||
+      (c & 0x03FF & ~lane) != 0)
+    return false;
+  // The shift pays only where it goes away: for s = 4, or where w >> (s - 4) is computed anyway
+  // (pairs of nibbles 16 bits apart, as Marlin packs them: fields at 0 and 4, then at 8 and 12).
+  llvm::Value *unshifted = s == 4 ? w : nullptr;
+  bool shared = s == 4;
+  for (llvm::User *u : w->users()) {
+    if (!match(u, m_LShr(m_Specific(w), m_SpecificInt(s - 4))))
+      continue;
+    shared = true;
+    auto *i = llvm::cast<llvm::Instruction>(u);
+    if (i->getParent() == fu.logic->getParent() && i->comesBefore(fu.logic))
+      unshifted = i;
+  }
+  if (!shared)
+    return false;
+  // Every use reads the lanes as float16 values v = 1024 + q and adds a constant: with the field
+  // at bit 4 the lanes are v' = 1024 + 16q, and fma(v', 1/16, 960 + C) is exactly v + C, rounded
+  // once as the addition was, when 960 + C is a float16.
+  struct Rewrite {
+    llvm::Instruction *add;
+    llvm::APFloat c2;
+  };
+  std::vector<Rewrite> adds;
+  for (llvm::User *u : fu.logic->users()) {
+    auto *cast = llvm::dyn_cast<llvm::BitCastInst>(u);
+    auto *t = cast ? llvm::dyn_cast<llvm::FixedVectorType>(cast->getType()) : nullptr;
+    if (!t || !t->getElementType()->isHalfTy())
+      return false;
+    for (llvm::User *cu : cast->users()) {
+      auto *add = llvm::dyn_cast<llvm::Instruction>(cu);
+      auto c = add ? addedConstant(add, cast) : std::nullopt;
+      if (!c)
+        return false;
+      llvm::APFloat c2(llvm::APFloat::IEEEhalf(), 960);
+      if (c2.add(*c, llvm::APFloat::rmNearestTiesToEven) != llvm::APFloat::opOK)
+        return false;
+      adds.push_back({add, c2});
+    }
+  }
+  if (adds.empty())
+    return false;
+  llvm::IRBuilder<> b(fu.logic);
+  // (A shift computed later or elsewhere is computed again here; the code generator's CSE and
+  // ptxas merge the two.)
+  fu.x = unshifted ? unshifted : b.CreateLShr(w, s - 4);
+  fu.mask <<= 4;
+  fu.constant = (fu.constant & ~(lane * 0x10001u)) | ((fu.constant & lane * 0x10001u) << 4);
+  for (auto &[add, c2] : adds) {
+    llvm::IRBuilder<> ab(add);
+    llvm::Value *v = add->getOperand(0);
+    if (!llvm::isa<llvm::BitCastInst>(v))
+      v = add->getOperand(1);
+    auto *t = add->getType();
+    llvm::Value *sixteenth = llvm::ConstantFP::get(t, 0.0625);
+    llvm::Value *r =
+        ab.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {v, sixteenth, llvm::ConstantFP::get(t, c2)});
+    add->replaceAllUsesWith(r);
+    add->eraseFromParent();
+  }
+  return true;
+}
+
 } // namespace
 
 llvm::PreservedAnalyses FuseMaskLogicPass::run(llvm::Function &f, llvm::FunctionAnalysisManager &) {
@@ -88,7 +193,8 @@ llvm::PreservedAnalyses FuseMaskLogicPass::run(llvm::Function &f, llvm::Function
         found.push_back(*fu);
   if (found.empty())
     return llvm::PreservedAnalyses::all();
-  for (const Fusable &fu : found) {
+  for (Fusable &fu : found) {
+    readFieldUnshifted(fu);
     llvm::IRBuilder<> b(fu.logic);
     // lop3's truth table over a = 0xF0, b = 0xCC, c = 0xAA: (a & b) ^ c or (a & b) | c.
     const bool isXor = fu.logic->getOpcode() == llvm::Instruction::Xor;
