@@ -316,6 +316,7 @@ std::string codegenFlags(const DriverOptions &opts) {
                                   {opts.noPersistent, "--no-persistent"},
                                   {opts.pingPong, "--ping-pong"},
                                   {opts.overlapGemms, "--overlap-gemms"},
+                                  {opts.noOverlapGemms, "--no-overlap-gemms"},
                                   {opts.pingPongTiles, "--ping-pong-tiles"}})
     if (set)
       flags += fmt::format(" {}", name);

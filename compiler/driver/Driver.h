@@ -38,6 +38,8 @@ struct DriverOptions {
   /// --overlap-gemms: attention-like loops overlap their last gemm with the next iteration's
   /// work (lower::PlanOptions::overlapGemms).
   bool overlapGemms = false;
+  /// --no-overlap-gemms: no loop overlaps its last gemm (lower::GemmOverlap::Off).
+  bool noOverlapGemms = false;
   /// --ping-pong-tiles: a persistent GEMM kernel's consumers form two groups, each on its own
   /// tiles (lower::PlanOptions::pingPongTiles).
   bool pingPongTiles = false;

@@ -90,8 +90,14 @@ bool runInferLayouts(Compilation &c) {
   return lower::inferLayouts(*c.program, c.target, c.diags, c.plan);
 }
 
+lower::GemmOverlap gemmOverlapOf(const DriverOptions &o) {
+  return o.overlapGemms     ? lower::GemmOverlap::On
+         : o.noOverlapGemms ? lower::GemmOverlap::Off
+                            : lower::GemmOverlap::Auto;
+}
+
 bool runPlanPipelines(Compilation &c) {
-  lower::planPipelines(*c.program, c.target, c.plan, {c.opts.overlapGemms, c.opts.pingPongTiles});
+  lower::planPipelines(*c.program, c.target, c.plan, {gemmOverlapOf(c.opts), c.opts.pingPongTiles});
   return true;
 }
 

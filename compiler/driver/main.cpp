@@ -122,13 +122,17 @@ int main(int argc, char **argv) {
     cmd->add_flag("--ping-pong", opts.pingPong,
                   "the two consumer warpgroups of a warp-specialized loop with work beside its "
                   "gemms take turns issuing their wgmma (FlashAttention-3's scheduler barriers, "
-                  "with --overlap-gemms its whole schedule; not faster on the H200 so far, "
+                  "with the overlap its whole schedule; not faster on the H200 so far, "
                   "docs/results.md)");
-    cmd->add_flag("--overlap-gemms", opts.overlapGemms,
-                  "a warp-specialized loop's last gemm runs beside the next iteration's work "
-                  "(attention's P@V beside the softmax, FlashAttention-3's overlap inside a "
-                  "warpgroup; with --fast-math 5-15% faster for attention at S4096 on the "
-                  "H200, docs/results.md)");
+    auto *overlap = cmd->add_flag(
+        "--overlap-gemms", opts.overlapGemms,
+        "a warp-specialized loop's last gemm runs beside the next iteration's work wherever the "
+        "loop allows it (attention's P@V beside the softmax, FlashAttention-3's overlap inside "
+        "a warpgroup; default: where that gemm is at least 128 columns wide, as attention's P@V "
+        "at head dimension 128, docs/results.md)");
+    cmd->add_flag("--no-overlap-gemms", opts.noOverlapGemms,
+                  "no loop overlaps its last gemm with the next iteration's work")
+        ->excludes(overlap);
     cmd->add_flag("--ping-pong-tiles", opts.pingPongTiles,
                   "a persistent GEMM kernel (sm_90a) whose epilogue computes each tile apart runs "
                   "two consumer warpgroups per block, each on every other tile, so that one's "

@@ -27,7 +27,7 @@ struct Options {
   /// (FlashAttention-3's schedule) it is level with the overlap alone (2026-12-04).
   bool pingPong = false;
   /// lowerProgram's plan-pipelines: PlanOptions::overlapGemms and pingPongTiles.
-  bool overlapGemms = false;
+  GemmOverlap overlapGemms = GemmOverlap::Auto;
   bool pingPongTiles = false;
 };
 

@@ -164,10 +164,13 @@ inline bool walksTiles(const PipelinePlan &p, Persistence persistence) {
          (persistence == Persistence::On || (persistence == Persistence::Gemm && p.gemmInFlight));
 }
 
+/// Where plan-pipelines plans PipelinePlan::overlap: wherever a loop allows it (On), nowhere
+/// (Off), or where the rotated gemm is wide enough to pay for it (Auto, the default; the rule is
+/// overlapPays in PlanPipelines.cpp).
+enum class GemmOverlap { Auto, On, Off };
+
 struct PlanOptions {
-  /// Plan PipelinePlan::overlap where a loop allows it (off by default: on the H200 attention
-  /// measured no faster with it, docs/results.md).
-  bool overlapGemms = false;
+  GemmOverlap overlapGemms = GemmOverlap::Auto;
   /// Plan PipelinePlan::tileGroups (two) where a GEMM loop allows it (off by default).
   bool pingPongTiles = false;
 };

@@ -342,6 +342,19 @@ planOverlap(const tile::For &f, const PipelinePlan &plan,
   return o;
 }
 
+/// Whether an overlap planOverlap found is planned by default (GemmOverlap::Auto): when its
+/// rotated gemm is at least kMinOverlapColumns wide. It hides that gemm behind the next
+/// iteration's work at the cost of a second register set for the operand it rotates and its
+/// waits; attention's P@V at head dimension 128 is worth it (fp16 D128 S4096 on an H100: +13.6%,
+/// causal +9.7%; on the H200 +1% to +5.6%, causal -3.7% to +4.2% across runs), at 64 it is not
+/// (bf16 D64 causal: -1% to -2% on both GPUs; docs/results.md, 2026-12-05 late).
+bool overlapPays(const PipelinePlan::GemmOverlap &o) {
+  constexpr int64_t kMinOverlapColumns = 128;
+  const std::vector<tile::Expr> shape = std::get<tile::Gemm>(o.gemm().op).c.shape();
+  auto columns = shape.size() == 2 ? tile::asConstInt(shape[1]) : std::nullopt;
+  return columns && *columns >= kMinOverlapColumns;
+}
+
 /// Whether the statements after a GEMM loop touch only the block's own registers and global
 /// memory, with nothing that synchronizes or shares memory between threads (an epilogue:
 /// element-wise loops over the accumulator, copies of it to global memory).
@@ -507,8 +520,11 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
                           ? static_cast<int>(std::clamp<int64_t>(
                                 kSlotBytes / std::max<int64_t>(bytes, 1), 1, kMaxItersPerSlot))
                           : 1;
-  if (opts.overlapGemms)
-    plan.overlap = planOverlap(f, plan, kp.fragments);
+  if (opts.overlapGemms != GemmOverlap::Off) {
+    auto overlap = planOverlap(f, plan, kp.fragments);
+    if (overlap && (opts.overlapGemms == GemmOverlap::On || overlapPays(*overlap)))
+      plan.overlap = std::move(overlap);
+  }
   if (opts.pingPongTiles) {
     int groups = tileGroupsFor(k, s, f, t, plan);
     if (groups > 1 && layOutForGroups(k, t, kp))
