@@ -107,21 +107,21 @@ std::optional<llvm::APFloat> addedConstant(llvm::Instruction *user, llvm::Value 
 }
 
 /// A float16 field read at bit 4 instead of bit 0 (FuseMaskLogic.h): rewrites `fu` and the
-/// additions after it when they qualify; whether it did.
-bool readFieldUnshifted(Fusable &fu) {
+/// additions after it when they qualify.
+void readFieldUnshifted(Fusable &fu) {
   // x = w >> s with 4 <= s <= 12, so that bits s..s+3 of each half of w are bits 4..7 of the
   // halves of w >> (s - 4).
   llvm::Value *w = nullptr;
   uint64_t s = 0;
   if (!match(fu.x, m_LShr(m_Value(w), m_ConstantInt(s))) || !w->getType()->isIntegerTy(32) ||
       s < 4 || s > 12)
-    return false;
+    return;
   // The same field in both lanes, at most 4 bits; the constant is float16 1024 (0x6400) in both
   // lanes with at most the field's bits of its mantissa set.
   const uint32_t lane = fu.mask & 0xFFFF, c = fu.constant & 0xFFFF;
   if (fu.mask >> 16 != lane || lane > 15 || fu.constant >> 16 != c || (c & 0xFC00) != 0x6400 ||
       (c & 0x03FF & ~lane) != 0)
-    return false;
+    return;
   // The shift pays only where it goes away: for s = 4, or where w >> (s - 4) is computed anyway
   // (pairs of nibbles 16 bits apart, as Marlin packs them: fields at 0 and 4, then at 8 and 12).
   llvm::Value *unshifted = s == 4 ? w : nullptr;
@@ -135,12 +135,13 @@ bool readFieldUnshifted(Fusable &fu) {
       unshifted = i;
   }
   if (!shared)
-    return false;
+    return;
   // Every use reads the lanes as float16 values v = 1024 + q and adds a constant: with the field
   // at bit 4 the lanes are v' = 1024 + 16q, and fma(v', 1/16, 960 + C) is exactly v + C, rounded
   // once as the addition was, when 960 + C is a float16.
   struct Rewrite {
     llvm::Instruction *add;
+    llvm::Value *lanes; // the bit cast it reads
     llvm::APFloat c2;
   };
   std::vector<Rewrite> adds;
@@ -148,39 +149,35 @@ bool readFieldUnshifted(Fusable &fu) {
     auto *cast = llvm::dyn_cast<llvm::BitCastInst>(u);
     auto *t = cast ? llvm::dyn_cast<llvm::FixedVectorType>(cast->getType()) : nullptr;
     if (!t || !t->getElementType()->isHalfTy())
-      return false;
+      return;
     for (llvm::User *cu : cast->users()) {
       auto *add = llvm::dyn_cast<llvm::Instruction>(cu);
       auto c = add ? addedConstant(add, cast) : std::nullopt;
       if (!c)
-        return false;
+        return;
       llvm::APFloat c2(llvm::APFloat::IEEEhalf(), 960);
       if (c2.add(*c, llvm::APFloat::rmNearestTiesToEven) != llvm::APFloat::opOK)
-        return false;
-      adds.push_back({add, c2});
+        return;
+      adds.push_back({add, cast, c2});
     }
   }
   if (adds.empty())
-    return false;
+    return;
   llvm::IRBuilder<> b(fu.logic);
   // (A shift computed later or elsewhere is computed again here; the code generator's CSE and
   // ptxas merge the two.)
   fu.x = unshifted ? unshifted : b.CreateLShr(w, s - 4);
   fu.mask <<= 4;
   fu.constant = (fu.constant & ~(lane * 0x10001u)) | ((fu.constant & lane * 0x10001u) << 4);
-  for (auto &[add, c2] : adds) {
+  for (auto &[add, lanes, c2] : adds) {
     llvm::IRBuilder<> ab(add);
-    llvm::Value *v = add->getOperand(0);
-    if (!llvm::isa<llvm::BitCastInst>(v))
-      v = add->getOperand(1);
     auto *t = add->getType();
-    llvm::Value *sixteenth = llvm::ConstantFP::get(t, 0.0625);
     llvm::Value *r =
-        ab.CreateIntrinsic(llvm::Intrinsic::fma, {t}, {v, sixteenth, llvm::ConstantFP::get(t, c2)});
+        ab.CreateIntrinsic(llvm::Intrinsic::fma, {t},
+                           {lanes, llvm::ConstantFP::get(t, 0.0625), llvm::ConstantFP::get(t, c2)});
     add->replaceAllUsesWith(r);
     add->eraseFromParent();
   }
-  return true;
 }
 
 } // namespace

@@ -57,6 +57,16 @@ Problem repackedIntoWords(const Problem &p) {
   return w;
 }
 
+/// C (M x N float16, poisoned, slack behind it) after `launch` on `device`'s inputs (the weights
+/// as the kernel reads them).
+template <class Launch> DeviceBuffer launched(Launch launch, const Problem &device) {
+  DeviceBuffer da = upload(device.a), db = upload(device.packed), ds = upload(device.scales);
+  DeviceBuffer dc = poisoned(device.M * device.N * 2 + kSlackBytes);
+  CK(launch(nullptr, da, db, ds, dc, device.M, device.K, device.N));
+  CK(cuCtxSynchronize());
+  return dc;
+}
+
 /// `config`'s launch on `device` (the weights as the kernel reads them), checked against the
 /// reference of `p`.
 template <class Launch>
@@ -74,10 +84,7 @@ int check(const char *config, Launch launch, const Problem &p, const Problem &de
       ref[i * p.N + n] = acc;
     }
   const size_t outBytes = p.M * p.N * 2;
-  DeviceBuffer da = upload(device.a), db = upload(device.packed), ds = upload(device.scales);
-  DeviceBuffer dc = poisoned(outBytes + kSlackBytes);
-  CK(launch(nullptr, da, db, ds, dc, p.M, p.K, p.N));
-  CK(cuCtxSynchronize());
+  DeviceBuffer dc = launched(launch, device);
   std::vector<float> got = halvesToFloats(download<uint16_t>(dc, p.M * p.N));
   ErrorStats e = relError(got, ref);
   bool tail = tailIntact(dc, outBytes);
@@ -103,10 +110,7 @@ int checkExact(const char *config, Launch launch, const Problem &p, const Proble
   for (int64_t m = 0; m < p.M; ++m)
     for (int64_t n = 0; n < p.N; ++n)
       want[m * p.N + n] = toHalf(weight(p, n, m));
-  DeviceBuffer da = upload(device.a), db = upload(device.packed), ds = upload(device.scales);
-  DeviceBuffer dc = poisoned(want.size() * 2 + kSlackBytes);
-  CK(launch(nullptr, da, db, ds, dc, p.M, p.K, p.N));
-  CK(cuCtxSynchronize());
+  DeviceBuffer dc = launched(launch, device);
   std::printf("%-7s one-hot M=K=%lld N=%lld: ", config, (long long)p.K, (long long)p.N);
   return compareExact("C", dc, want);
 }
