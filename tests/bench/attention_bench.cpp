@@ -88,6 +88,28 @@ int fail(const Options &o, const std::string &reason) {
   return 1;
 }
 
+#ifdef BENCH_TRACE
+// A build with a cubin patched by scripts/trace_timeline.py: one more launch after the timed
+// ones, into a zeroed trace buffer, written to $TRACE_OUT (default trace.bin).
+void dumpTrace(const std::function<CUresult()> &launch) {
+  CUmodule module = BENCH_NS::tilec_detail::state().slots[0].module;
+  CUdeviceptr trace = 0;
+  size_t bytes = 0;
+  CK(cuModuleGetGlobal(&trace, &bytes, module, "tilec_trace"));
+  CK(cuMemsetD8(trace, 0, bytes));
+  CK(launch());
+  CK(cuCtxSynchronize());
+  std::vector<unsigned char> host(bytes);
+  CK(cuMemcpyDtoH(host.data(), trace, bytes));
+  const char *path = std::getenv("TRACE_OUT");
+  FILE *f = std::fopen(path ? path : "trace.bin", "wb");
+  if (!f || std::fwrite(host.data(), 1, bytes, f) != bytes || std::fclose(f) != 0) {
+    std::fprintf(stderr, "cannot write the trace\n");
+    std::exit(1);
+  }
+}
+#endif
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -179,5 +201,8 @@ int main(int argc, char **argv) {
   std::printf(" ms=%.4f tflops=%.1f rel_err=%.2e max_err=%.2e checked_rows=%zu warmup=%d "
               "reps=%d status=ok\n",
               ms, flop / ms / 1e9, relErr, maxErr, rows.size(), o.warmup, o.reps);
+#ifdef BENCH_TRACE
+  dumpTrace(launch);
+#endif
   return 0;
 }

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Per-warp clock timelines of attention benchmark cases (scripts/trace_timeline.py says what is
+# stamped and what the report shows), in two halves like the benchmark:
+#
+#   scripts/trace-timeline.sh build CASE...   here: each case of tests/bench/attention-cases.txt
+#       compiled by tilec (TILEC, default build/bin/tilec), its PTX patched with clock stamps,
+#       assembled by ptxas into the header's image, and the benchmark program built with
+#       -DBENCH_TRACE into .trace/bin/CASE
+#   scripts/trace-timeline.sh run [B H S]     on the GPU machine, with .trace/ carried: each case
+#       checked, timed (the stamps cost a little) and launched once more to fill the trace;
+#       the report of every traced block goes to stdout and $OUT/trace-CASE.txt when OUT is set
+#       (default shape 8 16 4096; the blocks traced are head 0 of batch 0)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+trace=$root/.trace
+cuda=${CUDA_HOME:-/usr/local/cuda}
+cases=$root/tests/bench/attention-cases.txt
+conformance=${CONFORMANCE:-$root/../shared/conformance}
+
+case "${1:-}" in
+build)
+  shift
+  tilec=${TILEC:-$root/build/bin/tilec}
+  rm -rf "$trace" && mkdir -p "$trace/bin"
+  for name in "$@"; do
+    line=$(awk -v n="$name" '$1 == "case" && $2 == n' "$cases")
+    [ -n "$line" ] || { echo "no case $name in $cases"; exit 1; }
+    read -r _ _ dtype _ src defines <<<"$line"
+    flags=()
+    for d in $defines; do
+      case $d in
+      --*) flags+=("$d") ;;
+      *) flags+=(-D "$d") ;;
+      esac
+    done
+    case $src in
+    conformance/*) src=$conformance/${src#conformance/} ;;
+    *) src=$root/$src ;;
+    esac
+    gen=$trace/gen/$name stem=$(basename "$src" .tile)
+    mkdir -p "$gen"
+    "$tilec" compile "$src" -o "$gen" --emit cubin,header,ptx --namespace "tile::bench::$name" \
+      ${flags[@]+"${flags[@]}"}
+    python3 "$root/scripts/trace_timeline.py" patch "$gen/$stem.ptx" "$gen/traced.ptx" \
+      "$trace/bin/$name.sites.json"
+    "$cuda/bin/ptxas" -arch=sm_90a "$gen/traced.ptx" -o "$gen/traced.cubin"
+    python3 "$root/scripts/trace_timeline.py" embed "$gen/$stem.h" "$gen/traced.cubin"
+    bf16=()
+    [ "$dtype" = bf16 ] && bf16=(-DBENCH_BF16)
+    g++ -std=c++17 -O2 -Wall -Wextra -I"$gen" -I"$root/tests/gpu" -I"$cuda/include" \
+      -DBENCH_CASE="$name" -DBENCH_HEADER="\"$stem.h\"" -DBENCH_NS="tile::bench::$name" \
+      -DBENCH_TRACE ${bf16[@]+"${bf16[@]}"} "$root/tests/bench/attention_bench.cpp" \
+      -o "$trace/bin/$name" -L"$cuda/lib64/stubs" -lcuda
+  done
+  cp "$root/scripts/trace_timeline.py" "$trace/"
+  echo "built: $*"
+  ;;
+run)
+  shift
+  shape=("${@:-8 16 4096}")
+  # shellcheck disable=SC2206 # the shape is three words
+  shape=(${shape[*]})
+  for bin in "$trace"/bin/*; do
+    case $bin in *.json) continue ;; esac
+    name=$(basename "$bin")
+    TRACE_OUT=$trace/$name.bin "$bin" "${shape[@]}" --warmup 5 --reps 20
+    python3 "$trace/trace_timeline.py" report "$trace/$name.bin" "$bin.sites.json" \
+      | tee ${OUT:+"$OUT/trace-$name.txt"}
+    detail=/dev/null
+    [ -z "${OUT:-}" ] || detail=$OUT/trace-$name-block.txt
+    python3 "$trace/trace_timeline.py" report "$trace/$name.bin" "$bin.sites.json" --block \
+      "${TRACE_BLOCK:-16}" --limit 160 >"$detail"
+  done
+  ;;
+*)
+  echo "usage: $0 build CASE... | run [B H S]"
+  exit 1
+  ;;
+esac

@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""Per-warp clock timelines of a warp-specialized kernel, for finding out how its warpgroups
+overlap (which of them waits, on what, while the other runs), which Nsight Compute's sampling
+cannot show. A developer tool: it patches the PTX tilec emits, it does not change tilec.
+
+  trace_timeline.py patch IN.ptx OUT.ptx SITES.json [--blocks N]
+      Stamps `%clock` after every synchronizing site of the kernel (each wgmma commit and wait,
+      mbarrier wait and arrive, named barrier): lane 0 of each warp of the blocks with
+      blockIdx.y = blockIdx.z = 0 and blockIdx.x < N (default 64) stores (site, clock) pairs
+      into the module's global `tilec_trace`; SITES.json names each site.
+  trace_timeline.py embed HEADER CUBIN
+      Replaces the image bytes of a header tilec generated with --emit cubin,header (one image).
+  trace_timeline.py report TRACE.bin SITES.json [--block B]
+      Per block: each warp's phases between stamps, and how much of the time both consumer
+      warpgroups spend outside their wgmma waits at once (both in softmax) or inside them at
+      once.
+
+The trace buffer holds MAX_EVENTS stamps per warp for 16 warps of each traced block; a warp
+that runs more stops recording (the report says so).
+"""
+import argparse
+import json
+import re
+import struct
+import sys
+from collections import defaultdict
+
+MAX_EVENTS = 1024
+WARPS = 16
+
+
+def asm_kind(block):
+    """What an inline asm block synchronizes on, or None: a wgmma group (issue, and the wait
+    at its end if any), an mbarrier wait or arrive, a wgmma wait alone."""
+    text = '\n'.join(block)
+    wait = re.search(r'wgmma\.wait_group\.sync\.aligned\s+(\d+)', text)
+    if 'wgmma.mma_async' in text:
+        return 'wgmma' + (f'+wait{wait.group(1)}' if wait else '')
+    if wait:
+        return 'wait' + wait.group(1)
+    if 'mbarrier.try_wait' in text:
+        return 'mbar_wait'
+    if 'mbarrier.arrive' in text:
+        return 'mbar_arrive'
+    if 'cp.async.bulk' in text:
+        return 'tma'
+    return None
+
+
+STAMP = """\t{{ .reg .pred tr_q; .reg .b32 tr_c; .reg .b64 tr_a;
+\tsetp.lt.and.u32 tr_q, %tr_n, {limit}, %tr_on;
+\tmov.u32 tr_c, %clock;
+\tcvt.u64.u32 tr_a, %tr_n;
+\tadd.u64 tr_a, tr_a, %tr_base;
+\t@tr_q st.global.v2.u32 [tr_a], {{{site}, tr_c}};
+\t@tr_q add.u32 %tr_n, %tr_n, 8; }}
+"""
+
+PROLOGUE = """\t.reg .pred %tr_on, %tr_lt;
+\t.reg .b32 %tr_n, %tr_r<8>;
+\t.reg .b64 %tr_base, %tr_g;
+\tmov.u32 %tr_r0, %ctaid.y;
+\tmov.u32 %tr_r1, %ctaid.z;
+\tor.b32 %tr_r0, %tr_r0, %tr_r1;
+\tmov.u32 %tr_r2, %tid.x;
+\tand.b32 %tr_r3, %tr_r2, 31;
+\tor.b32 %tr_r0, %tr_r0, %tr_r3;
+\tsetp.eq.u32 %tr_on, %tr_r0, 0;
+\tmov.u32 %tr_r4, %ctaid.x;
+\tsetp.lt.u32 %tr_lt, %tr_r4, {blocks};
+\tand.pred %tr_on, %tr_on, %tr_lt;
+\tshr.u32 %tr_r5, %tr_r2, 5;
+\tmad.lo.u32 %tr_r6, %tr_r4, {warps}, %tr_r5;
+\tmul.wide.u32 %tr_base, %tr_r6, {warp_bytes};
+\tmov.u64 %tr_g, tilec_trace;
+\tadd.u64 %tr_base, %tr_base, %tr_g;
+\tmov.u32 %tr_n, 0;
+"""
+
+
+def patch(args):
+    lines = open(args.inp).read().split('\n')
+    out, sites = [], []
+    warp_bytes = MAX_EVENTS * 8
+
+    def stamp(kind, line):
+        sites.append({'kind': kind, 'line': line})
+        out.append(STAMP.format(limit=warp_bytes, site=len(sites) - 1).rstrip('\n'))
+
+    entry_seen = body_open = False
+    i = 0
+    while i < len(lines):
+        line, s = lines[i], lines[i].strip()
+        if not body_open:
+            out.append(line)
+            entry_seen = entry_seen or '.entry' in line
+            if entry_seen and s == '{':
+                body_open = True
+                out.append(PROLOGUE.format(blocks=args.blocks, warps=WARPS,
+                                           warp_bytes=warp_bytes).rstrip('\n'))
+                stamp('entry', i + 1)
+            i += 1
+            continue
+        if s == '// begin inline asm':
+            j = i
+            while lines[j].strip() != '// end inline asm':
+                j += 1
+            block = lines[i:j + 1]
+            kind = asm_kind(block)
+            if kind in ('mbar_arrive', 'tma') or kind is None:
+                out.extend(block)
+                if kind:
+                    stamp(kind, i + 1)
+            else:
+                stamp(kind + ':begin', i + 1)
+                out.extend(block)
+                stamp(kind + ':end', i + 1)
+            i = j + 1
+            continue
+        if re.match(r'(bar|barrier)\.(sync|arrive)\b', s):
+            stamp('bar:begin', i + 1)
+            out.append(line)
+            stamp('bar:end', i + 1)
+            i += 1
+            continue
+        if s == 'ret;':
+            stamp('ret', i + 1)
+        out.append(line)
+        i += 1
+    if not body_open:
+        sys.exit('no kernel entry found')
+    text = '\n'.join(out)
+    total = args.blocks * WARPS * MAX_EVENTS * 2
+    decl = f'.global .align 16 .u32 tilec_trace[{total}];\n'
+    m = re.search(r'^\.address_size[ \t]+\d+[ \t]*$', text, re.M)
+    if not m:
+        sys.exit('no .address_size line')
+    text = text[:m.end()] + '\n' + decl + text[m.end():]
+    open(args.out, 'w').write(text)
+    json.dump({'sites': sites, 'blocks': args.blocks, 'warps': WARPS,
+               'max_events': MAX_EVENTS}, open(args.sites, 'w'), indent=1)
+    print(f'{len(sites)} sites, buffer {total * 4} bytes')
+
+
+def embed(args):
+    header = open(args.header).read()
+    data = open(args.cubin, 'rb').read()
+    start = header.index('kImage0[] = {')
+    start = header.index('{', start) + 1
+    end = header.index('};', start)
+    rows = []
+    for i in range(0, len(data), 16):
+        rows.append('    ' + ', '.join(f'0x{b:02x}' for b in data[i:i + 16]) + ',')
+    header = header[:start] + '\n' + '\n'.join(rows) + '\n' + header[end:]
+    if header.count('kImage1[]'):
+        sys.exit('the header has more than one image')
+    open(args.header, 'w').write(header)
+    print(f'embedded {len(data)} bytes')
+
+
+def category(kind):
+    base = kind.split(':')[0]
+    if base.startswith('wgmma') or base.startswith('wait'):
+        return 'tensor_wait'
+    return {'mbar_wait': 'mbar_wait', 'bar': 'bar'}.get(base, 'run')
+
+
+def phases(ev, sites, t0):
+    """A warp's stamps as (start, end, category): between a site's begin and end stamps the
+    category of the site (the time a wgmma block takes is mostly its wait), else 'run'."""
+    out = []
+    for (s0, c0), (s1, c1) in zip(ev, ev[1:]):
+        k0 = sites[s0]['kind'] if s0 < len(sites) else '?'
+        k1 = sites[s1]['kind'] if s1 < len(sites) else '?'
+        inside = k0.endswith(':begin') and k1 == k0[:-len('begin')] + 'end'
+        out.append((c0 - t0, c1 - t0, category(k0) if inside else 'run'))
+    return out
+
+
+def overlap(a, b):
+    """Cycles during which phase list a is in category x while b is in category y."""
+    bounds = sorted({p for ph in (a, b) for s, e, _ in ph for p in (s, e)})
+    def at(ph, t):
+        for s, e, c in ph:
+            if s <= t < e:
+                return c
+        return 'gone'
+    table = defaultdict(int)
+    ia = ib = 0
+    for t, u in zip(bounds, bounds[1:]):
+        table[(at(a, t), at(b, t))] += u - t
+    return table
+
+
+def report(args):
+    meta = json.load(open(args.sites))
+    sites = meta['sites']
+    raw = open(args.trace, 'rb').read()
+    words = struct.unpack(f'<{len(raw) // 4}I', raw)
+    per_warp = meta['max_events'] * 2
+    wanted = [args.block] if args.block is not None else range(meta['blocks'])
+    rows = []
+    for b in wanted:
+        warps = {}
+        for w in range(meta['warps']):
+            base = (b * meta['warps'] + w) * per_warp
+            ev = []
+            for e in range(meta['max_events']):
+                site, clk = words[base + 2 * e], words[base + 2 * e + 1]
+                if site == 0 and clk == 0 and e > 0:
+                    break
+                ev.append((site, clk))
+            if len(ev) > 1:
+                warps[w] = ev
+        if 0 not in warps or 4 not in warps:
+            continue
+        t0 = min(ev[0][1] for ev in warps.values())
+        full = [w for w, ev in warps.items() if len(ev) == meta['max_events']]
+        if args.block is not None:
+            for w in (0, 4, 8):
+                if w not in warps:
+                    continue
+                print(f'block {b} warp {w}: {len(warps[w])} stamps')
+                prev = warps[w][0][1]
+                for site, clk in warps[w][:args.limit]:
+                    print(f'  {clk - t0:9d} (+{clk - prev:6d})  {sites[site]["kind"]} #{site}')
+                    prev = clk
+        p0, p1 = phases(warps[0], sites, t0), phases(warps[4], sites, t0)
+        end = max(p0[-1][1], p1[-1][1])
+        share = lambda ph, c: sum(e - s for s, e, k in ph if k == c) / max(end, 1)
+        both = overlap(p0, p1)
+        tot = max(sum(both.values()), 1)
+        rows.append((b, end, len(warps[0]), share(p0, 'run'), share(p1, 'run'),
+                     share(p0, 'tensor_wait'), share(p1, 'tensor_wait'),
+                     share(p0, 'mbar_wait') + share(p0, 'bar'),
+                     share(p1, 'mbar_wait') + share(p1, 'bar'),
+                     both[('run', 'run')] / tot,
+                     both[('tensor_wait', 'tensor_wait')] / tot, full))
+    print('Consumer warpgroups 0 and 1 (warps 0 and 4), shares of the block\'s cycles: run = '
+          'outside every wait (softmax, issue), tensor = inside a wgmma block or wait, '
+          'sync = mbarrier waits and named barriers; both_run / both_tensor = both warpgroups '
+          'at once.')
+    print(f'{"block":>5} {"cycles":>8} {"stamps":>6}  {"run0":>6} {"run1":>6}  {"tensor0":>7} '
+          f'{"tensor1":>7}  {"sync0":>6} {"sync1":>6}  {"both_run":>8} {"both_tensor":>11}')
+    for b, end, n, r0, r1, t0_, t1, s0, s1, br, bt, full in rows:
+        print(f'{b:5d} {end:8d} {n:6d}  {r0:6.1%} {r1:6.1%}  {t0_:7.1%} {t1:7.1%}  {s0:6.1%} '
+              f'{s1:6.1%}  {br:8.1%} {bt:11.1%}' + ('  (buffer full)' if full else ''))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest='cmd', required=True)
+    a = sub.add_parser('patch')
+    a.add_argument('inp')
+    a.add_argument('out')
+    a.add_argument('sites')
+    a.add_argument('--blocks', type=int, default=64)
+    a.set_defaults(fn=patch)
+    a = sub.add_parser('embed')
+    a.add_argument('header')
+    a.add_argument('cubin')
+    a.set_defaults(fn=embed)
+    a = sub.add_parser('report')
+    a.add_argument('trace')
+    a.add_argument('sites')
+    a.add_argument('--block', type=int)
+    a.add_argument('--limit', type=int, default=200)
+    a.add_argument('--verbose', action='store_true')
+    a.set_defaults(fn=report)
+    args = p.parse_args()
+    args.fn(args)
+
+
+if __name__ == '__main__':
+    main()
