@@ -178,17 +178,19 @@ def phases(ev, sites, t0):
 
 
 def overlap(a, b):
-    """Cycles during which phase list a is in category x while b is in category y."""
+    """Cycles during which phase list a is in category x while b is in category y (both lists
+    sorted and contiguous, as phases() makes them)."""
     bounds = sorted({p for ph in (a, b) for s, e, _ in ph for p in (s, e)})
-    def at(ph, t):
-        for s, e, c in ph:
-            if s <= t < e:
-                return c
-        return 'gone'
     table = defaultdict(int)
     ia = ib = 0
     for t, u in zip(bounds, bounds[1:]):
-        table[(at(a, t), at(b, t))] += u - t
+        while ia < len(a) and a[ia][1] <= t:
+            ia += 1
+        while ib < len(b) and b[ib][1] <= t:
+            ib += 1
+        ca = a[ia][2] if ia < len(a) and a[ia][0] <= t else 'gone'
+        cb = b[ib][2] if ib < len(b) and b[ib][0] <= t else 'gone'
+        table[(ca, cb)] += u - t
     return table
 
 
