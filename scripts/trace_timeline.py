@@ -165,6 +165,11 @@ def category(kind):
     return {'mbar_wait': 'mbar_wait', 'bar': 'bar'}.get(base, 'run')
 
 
+def rel(clock, t0):
+    """Cycles from t0 to clock: %clock is 32 bits and may wrap within a block."""
+    return (clock - t0 + (1 << 31)) % (1 << 32) - (1 << 31)
+
+
 def phases(ev, sites, t0):
     """A warp's stamps as (start, end, category): between a site's begin and end stamps the
     category of the site (the time a wgmma block takes is mostly its wait), else 'run'."""
@@ -173,7 +178,7 @@ def phases(ev, sites, t0):
         k0 = sites[s0]['kind'] if s0 < len(sites) else '?'
         k1 = sites[s1]['kind'] if s1 < len(sites) else '?'
         inside = k0.endswith(':begin') and k1 == k0[:-len('begin')] + 'end'
-        out.append((c0 - t0, c1 - t0, category(k0) if inside else 'run'))
+        out.append((rel(c0, t0), rel(c1, t0), category(k0) if inside else 'run'))
     return out
 
 
@@ -216,7 +221,7 @@ def report(args):
                 warps[w] = ev
         if 0 not in warps or 4 not in warps:
             continue
-        t0 = min(ev[0][1] for ev in warps.values())
+        t0 = warps[0][0][1]
         full = [w for w, ev in warps.items() if len(ev) == meta['max_events']]
         if args.block is not None:
             for w in (0, 4, 8):
@@ -225,7 +230,7 @@ def report(args):
                 print(f'block {b} warp {w}: {len(warps[w])} stamps')
                 prev = warps[w][0][1]
                 for site, clk in warps[w][:args.limit]:
-                    print(f'  {clk - t0:9d} (+{clk - prev:6d})  {sites[site]["kind"]} #{site}')
+                    print(f'  {rel(clk, t0):9d} (+{rel(clk, prev):6d})  {sites[site]["kind"]} #{site}')
                     prev = clk
         p0, p1 = phases(warps[0], sites, t0), phases(warps[4], sites, t0)
         end = max(p0[-1][1], p1[-1][1])
