@@ -63,6 +63,12 @@ build)
     --overlap-gemms --persistent -D causal=True --namespace tile::overlap::flash_causal \
     --emit cubin,ptx,header,layout
   # The overlap with FlashAttention-3's turns (--overlap-gemms --ping-pong).
+  # Head dimension 64: the consumer warpgroups take turns by default there.
+  mkdir -p "$gpu/gen/d64" "$gpu/gen/d64_causal"
+  "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/d64" -D D=64 \
+    --namespace tile::d64::flash_attention --emit cubin,ptx,header,layout
+  "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/d64_causal" -D D=64 \
+    -D causal=True --namespace tile::d64::flash_causal --emit cubin,ptx,header,layout
   mkdir -p "$gpu/gen/overlap_pp" "$gpu/gen/overlap_pp_causal"
   "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/overlap_pp" --overlap-gemms \
     --ping-pong --namespace tile::overlap_pp::flash_attention --emit cubin,ptx,header,layout

@@ -315,6 +315,7 @@ std::string codegenFlags(const DriverOptions &opts) {
                                   {opts.persistent, "--persistent"},
                                   {opts.noPersistent, "--no-persistent"},
                                   {opts.pingPong, "--ping-pong"},
+                                  {opts.noPingPong, "--no-ping-pong"},
                                   {opts.overlapGemms, "--overlap-gemms"},
                                   {opts.noOverlapGemms, "--no-overlap-gemms"},
                                   {opts.pingPongTiles, "--ping-pong-tiles"}})

@@ -33,8 +33,10 @@ struct DriverOptions {
   bool persistent = false;
   bool noPersistent = false;
   /// --ping-pong: the consumer warpgroups of a warp-specialized loop with work beside its gemms
-  /// take turns issuing their wgmma (lower::Options::pingPong).
+  /// take turns issuing their wgmma wherever they are fit for it (lower::PingPong::On).
   bool pingPong = false;
+  /// --no-ping-pong: they never do (lower::PingPong::Off); neither: where the turns pay.
+  bool noPingPong = false;
   /// --overlap-gemms: attention-like loops overlap their last gemm with the next iteration's
   /// work (lower::PlanOptions::overlapGemms).
   bool overlapGemms = false;

@@ -96,8 +96,15 @@ lower::GemmOverlap gemmOverlapOf(const DriverOptions &o) {
                             : lower::GemmOverlap::Auto;
 }
 
+lower::PingPong pingPongOf(const DriverOptions &o) {
+  return o.pingPong     ? lower::PingPong::On
+         : o.noPingPong ? lower::PingPong::Off
+                        : lower::PingPong::Auto;
+}
+
 bool runPlanPipelines(Compilation &c) {
-  lower::planPipelines(*c.program, c.target, c.plan, {gemmOverlapOf(c.opts), c.opts.pingPongTiles});
+  lower::planPipelines(*c.program, c.target, c.plan,
+                       {gemmOverlapOf(c.opts), pingPongOf(c.opts), c.opts.pingPongTiles});
   return true;
 }
 
@@ -116,7 +123,6 @@ bool runLowerToThreadIR(Compilation &c) {
   lower::Options lo;
   lo.target = c.target;
   lo.persistence = persistenceOf(c.opts);
-  lo.pingPong = c.opts.pingPong;
   c.lowered = lower::lowerToThreadIR(*c.program, c.plan, c.diags, lo);
   return c.lowered.has_value();
 }

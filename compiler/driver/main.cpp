@@ -119,11 +119,15 @@ int main(int argc, char **argv) {
     cmd->add_flag("--no-persistent", opts.noPersistent,
                   "every warp-specialized kernel launches one block per grid block")
         ->excludes(persistent);
-    cmd->add_flag("--ping-pong", opts.pingPong,
-                  "the two consumer warpgroups of a warp-specialized loop with work beside its "
-                  "gemms take turns issuing their wgmma (FlashAttention-3's scheduler barriers, "
-                  "with the overlap its whole schedule; not faster on the H200 so far, "
-                  "docs/results.md)");
+    auto *pingPong = cmd->add_flag(
+        "--ping-pong", opts.pingPong,
+        "the two consumer warpgroups of a warp-specialized loop with work beside its gemms take "
+        "turns issuing their wgmma wherever the loop allows it (FlashAttention-3's scheduler "
+        "barriers, with the overlap its whole schedule; default: where no overlap is planned and "
+        "every gemm splits rows between the warpgroups, as attention at head dimension 64, "
+        "docs/results.md)");
+    cmd->add_flag("--no-ping-pong", opts.noPingPong, "the consumer warpgroups never take turns")
+        ->excludes(pingPong);
     auto *overlap = cmd->add_flag(
         "--overlap-gemms", opts.overlapGemms,
         "a warp-specialized loop's last gemm runs beside the next iteration's work wherever the "

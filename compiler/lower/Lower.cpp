@@ -741,7 +741,7 @@ std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &di
   ProgramPlan plan;
   if (!inferLayouts(p, opts.target, diags, plan))
     return std::nullopt;
-  planPipelines(p, opts.target, plan, {opts.overlapGemms, opts.pingPongTiles});
+  planPipelines(p, opts.target, plan, {opts.overlapGemms, opts.pingPong, opts.pingPongTiles});
   planShared(p, opts.target, plan, opts.persistence);
   return lowerToThreadIR(p, plan, diags, opts);
 }

@@ -21,13 +21,9 @@ struct Options {
   target::TargetInfo target = target::defaultTarget();
   /// Which warp-specialized kernels walk their grid (Persistence, walksTiles in Plan.h).
   Persistence persistence = Persistence::Gemm;
-  /// Whether warp-specialized loops that plan-pipelines found fit for it run their two consumer
-  /// warpgroups in ping-pong (PipelinePlan::pingPong). Off by default: on the H200 attention
-  /// and MLA decode ran 3-17% slower with it (docs/results.md, 2026-12-02); with overlapGemms
-  /// (FlashAttention-3's schedule) it is level with the overlap alone (2026-12-04).
-  bool pingPong = false;
-  /// lowerProgram's plan-pipelines: PlanOptions::overlapGemms and pingPongTiles.
+  /// lowerProgram's plan-pipelines: PlanOptions::overlapGemms, pingPong and pingPongTiles.
   GemmOverlap overlapGemms = GemmOverlap::Auto;
+  PingPong pingPong = PingPong::Auto;
   bool pingPongTiles = false;
 };
 

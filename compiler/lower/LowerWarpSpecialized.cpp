@@ -158,8 +158,8 @@ thir::Stmt KernelLowering::barrier() const {
 
 void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::Body &out) {
   const int C = static_cast<int>(tileThreads_), S = plan.stages, G = plan.itersPerSlot;
-  // The plan decided where turns can work (two consumer warpgroups, more than one stage).
-  const bool pingPong = plan.pingPong && opts_.pingPong;
+  // The plan decided where turns are taken (two consumer warpgroups, more than one stage).
+  const bool pingPong = plan.turns;
   const PipelinePlan::GemmOverlap *overlap = plan.overlap ? &*plan.overlap : nullptr;
   // Barrier 0 is the block's, 1 the consumers' (roles.elseGroup); a ping-pong's turns use 2, 3.
   const int kTurnBarrier = 2;

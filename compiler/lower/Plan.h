@@ -58,6 +58,8 @@ struct PipelinePlan {
   /// one's other work runs while the other's gemms keep the tensor cores busy (FlashAttention-3's
   /// scheduler barriers).
   bool pingPong = false;
+  /// The turns planned for such warpgroups (PlanOptions::pingPong).
+  bool turns = false;
   /// A GEMM loop (gemmInFlight) whose kernel computes each tile apart from the others: its
   /// consumers may be `tileGroups` groups of KernelPlan::tileThreads (one warpgroup), each on
   /// its own tiles of a persistent block (CUTLASS's ping-pong schedule), so that one group's
@@ -169,8 +171,14 @@ inline bool walksTiles(const PipelinePlan &p, Persistence persistence) {
 /// overlapPays in PlanPipelines.cpp).
 enum class GemmOverlap { Auto, On, Off };
 
+/// Where plan-pipelines plans PipelinePlan::turns: wherever the consumer warpgroups are fit for
+/// them (On), nowhere (Off), or where they pay (Auto, the default; the rule is turnsPay in
+/// PlanPipelines.cpp).
+enum class PingPong { Auto, On, Off };
+
 struct PlanOptions {
   GemmOverlap overlapGemms = GemmOverlap::Auto;
+  PingPong pingPong = PingPong::Auto;
   /// Plan PipelinePlan::tileGroups (two) where a GEMM loop allows it (off by default).
   bool pingPongTiles = false;
 };

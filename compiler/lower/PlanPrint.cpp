@@ -42,7 +42,9 @@ void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) 
       out += fmt::format(
           ", warp-specialized (TMA producer warpgroup, mbarriers at byte {}){}{}{}",
           p->barrierOffset, p->gemmInFlight ? ", gemm in flight" : "",
-          p->pingPong ? ", consumer warpgroups fit for ping-pong (--ping-pong)" : "",
+          p->turns      ? ", consumer warpgroups in ping-pong"
+          : p->pingPong ? ", consumer warpgroups fit for ping-pong (--ping-pong)"
+                        : "",
           p->itersPerSlot > 1 ? fmt::format(", {} iterations per slot", p->itersPerSlot) : "");
     if (p->tileGroups > 1)
       out +=

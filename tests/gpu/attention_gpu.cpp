@@ -2,6 +2,8 @@
 // generated headers: error against a float64 CPU reference on fresh random inputs with
 // poisoned outputs, ragged sequence lengths included, and time at a large shape.
 #include "causal/flash_attention.h"
+#include "d64/flash_attention.h"
+#include "d64_causal/flash_attention.h"
 #include "fast/flash_attention.h"
 #include "gpu_common.h"
 #include "mla/mla_decode.h"
@@ -28,12 +30,12 @@ using FlashFn = CUresult (*)(CUstream, CUdeviceptr, CUdeviceptr, CUdeviceptr, CU
                              int64_t, int64_t);
 
 /// `misaligned`: K and V start 2 bytes into their allocations, where TMA cannot address them
-/// (the sm_90a kernel's producer then loads them element by element).
+/// (the sm_90a kernel's producer then loads them element by element). D: the head dimension the
+/// kernel was compiled for.
 int runFlash(const char *name, FlashFn fn, bool causal, std::mt19937 &rng, int64_t B, int64_t S,
-             int64_t H, bool timeIt, bool misaligned = false) {
+             int64_t H, bool timeIt, bool misaligned = false, int64_t D = 128) {
   if (!selected(name))
     return 0;
-  const int64_t D = 128;
   size_t n = static_cast<size_t>(B * S * H * D);
   auto q = randomHalves(n, rng), k = randomHalves(n, rng), v = randomHalves(n, rng);
   const size_t shift = misaligned ? 2 : 0;
@@ -198,6 +200,19 @@ int main() {
                        1000, 2, false, true);
   failures += runFlash("flash sm_90a", tile::flash_attention::flash_attention, false, rng, 1, 1000,
                        4, false);
+  // Head dimension 64 (-D D=64), whose consumer warpgroups take turns by default.
+  failures += runFlash("flash d64 turns", tile::d64::flash_attention::flash_attention, false, rng,
+                       2, 300, 3, false, false, 64);
+  failures += runFlash("flash d64 turns", tile::d64::flash_attention::flash_attention, false, rng,
+                       1, 1, 1, false, false, 64);
+  failures += runFlash("flash d64 turns", tile::d64::flash_attention::flash_attention, false, rng,
+                       2, 300, 3, false, true, 64);
+  failures += runFlash("flash causal d64 turns", tile::d64::flash_causal::flash_attention, true,
+                       rng, 1, 333, 2, false, false, 64);
+  failures += runFlash("flash causal d64 turns", tile::d64::flash_causal::flash_attention, true,
+                       rng, 1, 1000, 2, false, true, 64);
+  failures += runFlash("flash causal d64 turns", tile::d64::flash_causal::flash_attention, true,
+                       rng, 8, 4096, 16, true, false, 64);
   // Persistent builds (--persistent): each block walks several (batch, head, row block) tiles.
   failures += runFlash("flash persist", tile::persistent::flash_attention::flash_attention, false,
                        rng, 2, 300, 3, false);
