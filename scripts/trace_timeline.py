@@ -4,8 +4,9 @@ overlap (which of them waits, on what, while the other runs), which Nsight Compu
 cannot show. A developer tool: it patches the PTX tilec emits, it does not change tilec.
 
   trace_timeline.py patch IN.ptx OUT.ptx SITES.json [--blocks N]
-      Stamps `%clock` after every synchronizing site of the kernel (each wgmma commit and wait,
-      mbarrier wait and arrive, named barrier): lane 0 of each warp of the blocks with
+      Stamps `%clock` before and after every wgmma block (whose time is mostly its wait),
+      mbarrier wait and named barrier, and after every mbarrier arrive and TMA load, the
+      kernel's entry and its return: lane 0 of each warp of the blocks with
       blockIdx.y = blockIdx.z = 0 and blockIdx.x < N (default 64) stores (site, clock) pairs
       into the module's global `tilec_trace`; SITES.json names each site.
   trace_timeline.py embed HEADER CUBIN
