@@ -21,23 +21,17 @@ bench=$root/.bench-attention
 cuda=${CUDA_HOME:-/usr/local/cuda}
 cases=$root/tests/bench/attention-cases.txt
 conformance=${CONFORMANCE:-$root/../shared/conformance}
+# shellcheck source=scripts/attention-case.sh
+. "$root/scripts/attention-case.sh"
 
 # Compiles one case (NAME DTYPE SOURCE [D=V|--flag...]); returns non-zero on failure, with the
 # reason in .bench-attention/failed/NAME.txt.
 build_case() {
   local tilec=$1 name=$2 dtype=$3 src=$4
   shift 4
-  local flags=() d
-  for d in "$@"; do
-    case $d in
-    --*) flags+=("$d") ;;
-    *) flags+=(-D "$d") ;;
-    esac
-  done
-  case $src in
-  conformance/*) src=$conformance/${src#conformance/} ;;
-  *) src=$root/$src ;;
-  esac
+  local flags
+  case_flags "$@"
+  src=$(case_source "$src")
   local gen=$bench/gen/$name log=$bench/failed/$name.txt stem
   stem=$(basename "$src" .tile)
   mkdir -p "$gen"

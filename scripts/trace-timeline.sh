@@ -16,6 +16,8 @@ trace=$root/.trace
 cuda=${CUDA_HOME:-/usr/local/cuda}
 cases=$root/tests/bench/attention-cases.txt
 conformance=${CONFORMANCE:-$root/../shared/conformance}
+# shellcheck source=scripts/attention-case.sh
+. "$root/scripts/attention-case.sh"
 
 case "${1:-}" in
 build)
@@ -26,17 +28,9 @@ build)
     line=$(awk -v n="$name" '$1 == "case" && $2 == n' "$cases")
     [ -n "$line" ] || { echo "no case $name in $cases"; exit 1; }
     read -r _ _ dtype _ src defines <<<"$line"
-    flags=()
-    for d in $defines; do
-      case $d in
-      --*) flags+=("$d") ;;
-      *) flags+=(-D "$d") ;;
-      esac
-    done
-    case $src in
-    conformance/*) src=$conformance/${src#conformance/} ;;
-    *) src=$root/$src ;;
-    esac
+    # shellcheck disable=SC2086 # defines are whitespace-separated NAME=VALUE words
+    case_flags $defines
+    src=$(case_source "$src")
     gen=$trace/gen/$name stem=$(basename "$src" .tile)
     mkdir -p "$gen"
     "$tilec" compile "$src" -o "$gen" --emit cubin,header,ptx --namespace "tile::bench::$name" \
