@@ -69,6 +69,12 @@ build)
     --namespace tile::d64::flash_attention --emit cubin,ptx,header,layout
   "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/d64_causal" -D D=64 \
     -D causal=True --namespace tile::d64::flash_causal --emit cubin,ptx,header,layout
+  # Head dimension 96: K and V in panels of 64-byte swizzled lines.
+  mkdir -p "$gpu/gen/d96" "$gpu/gen/d96_causal"
+  "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/d96" -D D=96 \
+    --namespace tile::d96::flash_attention --emit cubin,ptx,header,layout
+  "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/d96_causal" -D D=96 \
+    -D causal=True --namespace tile::d96::flash_causal --emit cubin,ptx,header,layout
   mkdir -p "$gpu/gen/overlap_pp" "$gpu/gen/overlap_pp_causal"
   "$tilec" compile "$root/samples/flash_attention.tile" -o "$gpu/gen/overlap_pp" --overlap-gemms \
     --ping-pong --namespace tile::overlap_pp::flash_attention --emit cubin,ptx,header,layout

@@ -36,6 +36,11 @@ SharedLayout chooseSharedLayout(const std::vector<int64_t> &shape, int64_t eleme
     l.swizzleBytes = 128;
   } else if (l.rows % 8 == 0 && (l.rowBytes == 32 || l.rowBytes == 64)) {
     l.swizzleBytes = static_cast<int>(l.rowBytes);
+  } else if (l.rows % 8 == 0 && l.rowBytes % 64 == 0) {
+    // Rows of an odd number of 64-byte lines (attention's K and V at head dimension 96): panels
+    // of 64-byte swizzled lines, a canonical operand layout that TMA also writes.
+    l.panelBytes = 64;
+    l.swizzleBytes = 64;
   } else if (l.rows >= 8 && l.bytes() % 128 == 0) {
     // Not a canonical operand layout, but the XOR within 128-byte lines still spreads the rows
     // of an ldmatrix over the banks. Fewer than 8 rows no ldmatrix reads: those stay row-major,

@@ -74,8 +74,9 @@ struct SharedLayout {
 
 /// The layout lowering gives a shared buffer of `shape` and element size `elementBytes`:
 /// panels of 128-byte swizzled lines when rows are a multiple of 128 bytes (and 8 | rows),
-/// 32- and 64-byte swizzled lines for 32- and 64-byte rows, otherwise row-major (swizzled
-/// within 128-byte lines where the size allows).
+/// 32- and 64-byte swizzled lines for 32- and 64-byte rows, panels of 64-byte swizzled lines
+/// for other multiples of 64 bytes, otherwise row-major (swizzled within 128-byte lines where
+/// the size allows).
 SharedLayout chooseSharedLayout(const std::vector<int64_t> &shape, int64_t elementBytes);
 
 /// Verifies that `l` is a bijection from the buffer's bytes onto [0, bytes) that moves 16-byte

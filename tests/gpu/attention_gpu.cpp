@@ -4,6 +4,8 @@
 #include "causal/flash_attention.h"
 #include "d64/flash_attention.h"
 #include "d64_causal/flash_attention.h"
+#include "d96/flash_attention.h"
+#include "d96_causal/flash_attention.h"
 #include "fast/flash_attention.h"
 #include "gpu_common.h"
 #include "mla/mla_decode.h"
@@ -213,6 +215,19 @@ int main() {
                        rng, 1, 1000, 2, false, true, 64);
   failures += runFlash("flash causal d64 turns", tile::d64::flash_causal::flash_attention, true,
                        rng, 8, 4096, 16, true, false, 64);
+  // Head dimension 96 (-D D=96): K and V in panels of 64-byte swizzled lines.
+  failures += runFlash("flash d96", tile::d96::flash_attention::flash_attention, false, rng, 2, 300,
+                       3, false, false, 96);
+  failures += runFlash("flash d96", tile::d96::flash_attention::flash_attention, false, rng, 2, 300,
+                       3, false, true, 96);
+  failures += runFlash("flash causal d96", tile::d96::flash_causal::flash_attention, true, rng, 1,
+                       333, 2, false, false, 96);
+  failures += runFlash("flash causal d96", tile::d96::flash_causal::flash_attention, true, rng, 1,
+                       1000, 2, false, true, 96);
+  failures += runFlash("flash d96", tile::d96::flash_attention::flash_attention, false, rng, 8,
+                       4096, 16, true, false, 96);
+  failures += runFlash("flash causal d96", tile::d96::flash_causal::flash_attention, true, rng, 8,
+                       4096, 16, true, false, 96);
   // Persistent builds (--persistent): each block walks several (batch, head, row block) tiles.
   failures += runFlash("flash persist", tile::persistent::flash_attention::flash_attention, false,
                        rng, 2, 300, 3, false);

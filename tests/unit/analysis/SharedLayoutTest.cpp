@@ -8,6 +8,7 @@ TEST_CASE("shared layouts are chunk-preserving bijections") {
   for (std::vector<int64_t> shape : std::vector<std::vector<int64_t>>{{128, 64},
                                                                       {64, 128},
                                                                       {64, 512},
+                                                                      {128, 96},
                                                                       {16, 32},
                                                                       {8, 16},
                                                                       {24, 24},
@@ -38,6 +39,28 @@ TEST_CASE("wide rows are cut into 128-byte panels") {
   CHECK(l.byteOffset(0, 128) == 64 * 128); // first byte of panel 1
   CHECK(l.byteOffset(1, 130) == 64 * 128 + (128 + 16) + 2);
   CHECK(l.wgmmaCanonical());
+}
+
+TEST_CASE("rows of an odd number of 64-byte lines are cut into 64-byte panels") {
+  SharedLayout l = chooseSharedLayout({128, 96}, 2); // attention's K and V at head dimension 96
+  CHECK(l.name() == "panels_64B_swizzled_64B");
+  CHECK(l.wgmmaCanonical());
+  CHECK(l.byteOffset(0, 64) == 128 * 64);                        // first byte of panel 1
+  CHECK(l.byteOffset(2, 130) == 2 * 128 * 64 + 2 * 64 + 16 + 2); // row 2 of panel 2: chunk 0 ^ 1
+  CHECK(l.byteOffset(2, 2) == 2 * 64 + 16 + 2);                  // 64B swizzle: chunk 0 ^ (2 >> 1)
+  // K-major (Q @ K^T reads K by rows): a k-slice in the second panel.
+  auto k = wgmmaDescriptor(l, /*kMajor=*/true, 64, 32, 64);
+  REQUIRE(k);
+  CHECK(k->swizzleCode == 2);
+  CHECK(k->startByte == 128 * 64 + 64 * 64);
+  CHECK(k->sbo == 8 * 64);
+  // MN-major (P @ V reads V's 96 columns): three panels, LBO one panel apart.
+  auto v = wgmmaDescriptor(l, /*kMajor=*/false, 0, 16, 96);
+  REQUIRE(v);
+  CHECK(v->lbo == 128 * 64);
+  CHECK(v->startByte == 16 * 64);
+  // 160-byte rows are no whole number of 64-byte lines: left to the 128-byte XOR.
+  CHECK(chooseSharedLayout({64, 80}, 2).name() == "swizzled_128B");
 }
 
 TEST_CASE("narrow rows get the matching narrower swizzle") {
