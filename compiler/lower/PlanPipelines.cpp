@@ -342,20 +342,14 @@ planOverlap(const tile::For &f, const PipelinePlan &plan,
   return o;
 }
 
-/// Whether an overlap planOverlap found is planned by default (GemmOverlap::Auto): when its
-/// rotated gemm is at least kMinOverlapColumns wide. It hides that gemm behind the next
-/// iteration's work at the cost of a second register set for the operand it rotates and its
-/// waits; attention's P@V at head dimension 128 is worth it (fp16 D128 S4096 on an H100: +13.6%,
-/// causal +9.7%; on the H200 +1% to +5.6%, causal -3.7% to +4.2% across runs), at 64 it is not
-/// (bf16 D64 causal: -1% to -2% on both GPUs; docs/results.md, 2026-12-05 late).
 /// Whether the turns pay for a loop fit for them and not given the overlap by default: where
 /// the loop reduces rows (a softmax) while every gemm gives each warp whole rows of its product
 /// (GemmWarpPolicy.FullRow), so that what a warpgroup computes beside its gemms needs nothing
 /// of the other's. Measured on the H100 (docs/results.md, 2026-12-06): bf16 attention at head
 /// dimension 64, whose two warpgroups otherwise run their softmaxes at once, 3-4% faster causal
-/// and 5.5-7.6% not causal at S2048-4096 (1.7-2% at S1024). MLA decode's
-/// FullCol softmax exchanges rows between the warpgroups every iteration, and a GEMM loop with
-/// work beside its gemm (the W4A16 large-M sample's dequantization) was not measured with them.
+/// and 5.5-7.6% not causal at S2048-4096 (1.7-2% at S1024). MLA decode's FullCol softmax
+/// exchanges rows between the warpgroups every iteration, and a GEMM loop with work beside its
+/// gemm (the W4A16 large-M sample's dequantization) was not measured with them.
 bool turnsPay(const tile::For &f) {
   bool gemm = false, reduce = false;
   for (const tile::Stmt &st : f.body) {
@@ -369,6 +363,12 @@ bool turnsPay(const tile::For &f) {
   return gemm && reduce;
 }
 
+/// Whether an overlap planOverlap found is planned by default (GemmOverlap::Auto): when its
+/// rotated gemm is at least kMinOverlapColumns wide. It hides that gemm behind the next
+/// iteration's work at the cost of a second register set for the operand it rotates and its
+/// waits; attention's P@V at head dimension 128 is worth it (fp16 D128 S4096 on an H100: +13.6%,
+/// causal +9.7%; on the H200 +1% to +5.6%, causal -3.7% to +4.2% across runs), at 64 it is not
+/// (bf16 D64 causal: -1% to -2% on both GPUs; docs/results.md, 2026-12-05 late).
 bool overlapPays(const PipelinePlan::GemmOverlap &o) {
   constexpr int64_t kMinOverlapColumns = 128;
   const std::vector<tile::Expr> shape = std::get<tile::Gemm>(o.gemm().op).c.shape();
