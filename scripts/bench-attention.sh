@@ -18,7 +18,6 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bench=$root/.bench-attention
-cuda=${CUDA_HOME:-/usr/local/cuda}
 cases=$root/tests/bench/attention-cases.txt
 conformance=${CONFORMANCE:-$root/../shared/conformance}
 # shellcheck source=scripts/attention-case.sh
@@ -40,12 +39,7 @@ build_case() {
     sed -i '1i tilec compile failed:' "$log"
     return 1
   fi
-  local bf16=()
-  [ "$dtype" = bf16 ] && bf16=(-DBENCH_BF16)
-  if ! g++ -std=c++17 -O2 -Wall -Wextra -I"$gen" -I"$root/tests/gpu" -I"$cuda/include" \
-    -DBENCH_CASE="$name" -DBENCH_HEADER="\"$stem.h\"" -DBENCH_NS="tile::bench::$name" \
-    ${bf16[@]+"${bf16[@]}"} "$root/tests/bench/attention_bench.cpp" -o "$bench/bin/$name" \
-    -L"$cuda/lib64/stubs" -lcuda >"$log" 2>&1; then
+  if ! case_program "$gen" "$stem" "$name" "$dtype" "$bench/bin/$name" >"$log" 2>&1; then
     sed -i '1i host program build failed:' "$log"
     return 1
   fi

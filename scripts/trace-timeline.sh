@@ -39,30 +39,22 @@ build)
       "$trace/bin/$name.sites.json"
     "$cuda/bin/ptxas" -arch=sm_90a "$gen/traced.ptx" -o "$gen/traced.cubin"
     python3 "$root/scripts/trace_timeline.py" embed "$gen/$stem.h" "$gen/traced.cubin"
-    bf16=()
-    [ "$dtype" = bf16 ] && bf16=(-DBENCH_BF16)
-    g++ -std=c++17 -O2 -Wall -Wextra -I"$gen" -I"$root/tests/gpu" -I"$cuda/include" \
-      -DBENCH_CASE="$name" -DBENCH_HEADER="\"$stem.h\"" -DBENCH_NS="tile::bench::$name" \
-      -DBENCH_TRACE ${bf16[@]+"${bf16[@]}"} "$root/tests/bench/attention_bench.cpp" \
-      -o "$trace/bin/$name" -L"$cuda/lib64/stubs" -lcuda
+    case_program "$gen" "$stem" "$name" "$dtype" "$trace/bin/$name" -DBENCH_TRACE
   done
-  cp "$root/scripts/trace_timeline.py" "$trace/"
   echo "built: $*"
   ;;
 run)
   shift
-  shape=("${@:-8 16 4096}")
-  # shellcheck disable=SC2206 # the shape is three words
-  shape=(${shape[*]})
+  [ $# -gt 0 ] || set -- 8 16 4096
   for bin in "$trace"/bin/*; do
     case $bin in *.json) continue ;; esac
     name=$(basename "$bin")
-    TRACE_OUT=$trace/$name.bin "$bin" "${shape[@]}" --warmup 5 --reps 20
-    python3 "$trace/trace_timeline.py" report "$trace/$name.bin" "$bin.sites.json" \
+    TRACE_OUT=$trace/$name.bin "$bin" "$@" --warmup 5 --reps 20
+    python3 "$root/scripts/trace_timeline.py" report "$trace/$name.bin" "$bin.sites.json" \
       | tee ${OUT:+"$OUT/trace-$name.txt"}
     detail=/dev/null
     [ -z "${OUT:-}" ] || detail=$OUT/trace-$name-block.txt
-    python3 "$trace/trace_timeline.py" report "$trace/$name.bin" "$bin.sites.json" --block \
+    python3 "$root/scripts/trace_timeline.py" report "$trace/$name.bin" "$bin.sites.json" --block \
       "${TRACE_BLOCK:-16}" --limit 160 >"$detail"
   done
   ;;

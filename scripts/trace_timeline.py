@@ -11,7 +11,7 @@ cannot show. A developer tool: it patches the PTX tilec emits, it does not chang
       into the module's global `tilec_trace`; SITES.json names each site.
   trace_timeline.py embed HEADER CUBIN
       Replaces the image bytes of a header tilec generated with --emit cubin,header (one image).
-  trace_timeline.py report TRACE.bin SITES.json [--block B]
+  trace_timeline.py report TRACE.bin SITES.json [--block B [--site S]]
       Per block: each warp's phases between stamps, and how much of the time both consumer
       warpgroups spend outside their wgmma waits at once (both in softmax) or inside them at
       once.
@@ -92,6 +92,8 @@ def patch(args):
     i = 0
     while i < len(lines):
         line, s = lines[i], lines[i].strip()
+        if body_open and '.entry' in line:
+            sys.exit('more than one kernel in the module: the stamps assume one')
         if not body_open:
             out.append(line)
             entry_seen = entry_seen or '.entry' in line
@@ -145,6 +147,8 @@ def patch(args):
 
 def embed(args):
     header = open(args.header).read()
+    if 'kImage1[]' in header:
+        sys.exit('the header has more than one image')
     data = open(args.cubin, 'rb').read()
     start = header.index('kImage0[] = {')
     start = header.index('{', start) + 1
@@ -153,8 +157,6 @@ def embed(args):
     for i in range(0, len(data), 16):
         rows.append('    ' + ', '.join(f'0x{b:02x}' for b in data[i:i + 16]) + ',')
     header = header[:start] + '\n' + '\n'.join(rows) + '\n' + header[end:]
-    if header.count('kImage1[]'):
-        sys.exit('the header has more than one image')
     open(args.header, 'w').write(header)
     print(f'embedded {len(data)} bytes')
 
@@ -233,6 +235,14 @@ def report(args):
                 for site, clk in warps[w][:args.limit]:
                     print(f'  {rel(clk, t0):9d} (+{rel(clk, prev):6d})  {sites[site]["kind"]} #{site}')
                     prev = clk
+        if args.block is not None and args.site is not None:
+            at = {w: [rel(c, t0) for site, c in warps[w] if site == args.site] for w in (0, 4)}
+            periods = sorted(b - a for a, b in zip(at[0], at[0][1:]))
+            print(f'site #{args.site} ({sites[args.site]["kind"]}), {len(at[0])} visits; warp 4 '
+                  f'after warp 0: {[b - a for a, b in zip(at[0], at[4])]}')
+            if periods:
+                q = [periods[len(periods) * i // 4] for i in (1, 2, 3)]
+                print(f'warp 0 between visits, quartiles: {q[0]} / {q[1]} / {q[2]}')
         p0, p1 = phases(warps[0], sites, t0), phases(warps[4], sites, t0)
         end = max(p0[-1][1], p1[-1][1])
         share = lambda ph, c: sum(e - s for s, e, k in ph if k == c) / max(end, 1)
@@ -274,7 +284,9 @@ def main():
     a.add_argument('sites')
     a.add_argument('--block', type=int)
     a.add_argument('--limit', type=int, default=200)
-    a.add_argument('--verbose', action='store_true')
+    a.add_argument('--site', type=int,
+                   help='with --block: when warp 4 reaches this site after warp 0, visit by '
+                        'visit, and warp 0\'s cycles between visits (quartiles)')
     a.set_defaults(fn=report)
     args = p.parse_args()
     args.fn(args)
