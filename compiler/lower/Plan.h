@@ -53,12 +53,12 @@ struct PipelinePlan {
   /// back read (completed: each iteration waits for all but its own group) while the previous
   /// group still reads the other.
   std::vector<int> producedOperands;
-  /// Two consumer warpgroups, more than one stage, and a loop that computes beside its gemms
-  /// (attention's softmax): the warpgroups take turns issuing their wgmma (ping-pong), so that
-  /// one's other work runs while the other's gemms keep the tensor cores busy (FlashAttention-3's
-  /// scheduler barriers).
+  /// Fit for ping-pong: two consumer warpgroups, more than one stage, and a loop that computes
+  /// beside its gemms (attention's softmax), so that the warpgroups could take turns issuing
+  /// their wgmma, one's other work running while the other's gemms keep the tensor cores busy
+  /// (FlashAttention-3's scheduler barriers).
   bool pingPong = false;
-  /// The turns planned for such warpgroups (PlanOptions::pingPong).
+  /// Whether they take those turns (PlanOptions::pingPong decides among the fit loops).
   bool turns = false;
   /// A GEMM loop (gemmInFlight) whose kernel computes each tile apart from the others: its
   /// consumers may be `tileGroups` groups of KernelPlan::tileThreads (one warpgroup), each on
