@@ -10,6 +10,7 @@
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace tilec::codegen::detail {
 
@@ -256,6 +257,15 @@ Value *KernelEmitter::exprOp(const thir::Wgmma &w, const Node &n) {
   args.push_back(b_.getInt32(1));
   inTys.push_back(b_.getInt32Ty());
   ++next;
+  // A clear (thir::Wgmma::clearAcc): the first instruction writing a lane scales the old
+  // accumulators by q, 0 where the clear holds.
+  if (w.clearAcc) {
+    text += "{\n.reg .pred q;\nsetp.eq.b32 q, $" + std::to_string(next++) + ", 0;\n";
+    constraints += ",r";
+    args.push_back(b_.CreateZExt(expr(w.clearAcc), b_.getInt32Ty()));
+    inTys.push_back(b_.getInt32Ty());
+  }
+  std::vector<bool> written(S);
   // A ping-pong turn: wait for this warpgroup's before the fence, hand it over after the
   // commit (thir::Wgmma::turn).
   std::string handOver;
@@ -303,12 +313,25 @@ Value *KernelEmitter::exprOp(const thir::Wgmma &w, const Node &n) {
                         : w.aInRegisters
                             ? fmt::format(", {}", int(w.bMnMajor))
                             : fmt::format(", {}, {}", int(w.aMnMajor), int(w.bMnMajor));
-    text += fmt::format("wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, ${}, p, "
+    // An instruction's lanes are all new or all written before: a clear of some would lose the
+    // others' sums.
+    int fresh = 0;
+    for (int j = 0; w.clearAcc && j < w.n / 2; ++j)
+      if (!written[static_cast<size_t>(in.accFirst + j)]) {
+        written[static_cast<size_t>(in.accFirst + j)] = true;
+        ++fresh;
+      }
+    if (fresh != 0 && fresh != w.n / 2)
+      throw std::logic_error("a clearing wgmma instruction overlaps another's accumulators");
+    bool clears = fresh != 0;
+    text += fmt::format("wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, ${}, {}, "
                         "1, 1{};\n",
-                        w.n, w.k(), aTy, bTy, d, a, bIdx, trans);
+                        w.n, w.k(), aTy, bTy, d, a, bIdx, clears ? "q" : "p", trans);
   }
   text += fmt::format("wgmma.commit_group.sync.aligned;\n{}wgmma.wait_group.sync.aligned {};\n}}",
                       handOver, w.pending);
+  if (w.clearAcc)
+    text += "\n}";
   // wgmma reads shared memory (through its descriptors) and writes only registers: a
   // read-only call, so that stores stay on their side of it while loads of shared memory may
   // still be shared across it (interleave-wgmma's steps read the same words and scales).

@@ -142,6 +142,11 @@ bool runInterleaveWgmma(Compilation &c) {
   return true;
 }
 
+bool runFoldAccumulatorClears(Compilation &c) {
+  schedule::foldAccumulatorClears(c.lowered->module);
+  return true;
+}
+
 bool runBuildLLVM(Compilation &c) {
   auto mod = codegen::emitModule(c.lowered->module, c.codegenOptions(), c.llvmContext);
   if (!mod) {
@@ -251,6 +256,8 @@ const std::vector<Pass> &compilePipeline() {
       {"interleave-wgmma",
        "a register-A wgmma issued step by step as its operand registers are computed",
        runInterleaveWgmma, dumpThreadIR},
+      {"fold-accumulator-clears", "zeros written to a wgmma's accumulators become its own clear",
+       runFoldAccumulatorClears, dumpThreadIR},
       {"build-llvm", "thread IR -> LLVM IR (NVPTX or AMDGPU)", runBuildLLVM, dumpLLVM},
       {"optimize-llvm", "LLVM's O3 pipeline", runOptimizeLLVM, dumpLLVM},
       {"emit-asm", "LLVM IR -> PTX (NVIDIA) or AMDGCN assembly (AMD)", runEmitAssembly,
@@ -345,8 +352,11 @@ std::string formatStepTimes(const std::vector<std::pair<std::string, double>> &t
 
 std::string printPipeline() {
   std::string text;
+  size_t width = 0;
   for (const Pass &p : compilePipeline())
-    text += fmt::format("{:<20} {}\n", p.name, p.summary);
+    width = std::max(width, p.name.size());
+  for (const Pass &p : compilePipeline())
+    text += fmt::format("{:<{}} {}\n", p.name, width, p.summary);
   return text;
 }
 

@@ -1,6 +1,7 @@
-// Scheduling passes over thread IR: they reorder work that is already correct so that the
-// asynchronous units (the tensor cores behind wgmma) run beside the threads' own instructions.
-// They change no result: only when an instruction is issued and how long a wait may lag.
+// Scheduling passes over thread IR: they reorder (or trim) work that is already correct so that
+// the asynchronous units (the tensor cores behind wgmma) run beside the threads' own
+// instructions. They change no result: only when an instruction is issued, how long a wait may
+// lag, and which unit clears an accumulator.
 #pragma once
 
 #include "threadir/ThreadIR.h"
@@ -17,5 +18,12 @@ namespace tilec::schedule {
 /// past statements they do not depend on; a wgmma that leaves groups pending or takes a
 /// ping-pong turn is left whole.
 void interleaveWgmma(thir::Module &m);
+
+/// fold-accumulator-clears: zeros written to every accumulator of a wgmma right before it (the
+/// clear of attention's scores before Q@K^T, on the unswitched loop's unmasked side too) become
+/// the wgmma's own clear (thir::Wgmma::clearAcc, scale-d = 0): the threads no longer write them.
+/// Only where nothing else reads the zeros: the wgmma's result overwrites every accumulator
+/// variable before any other statement reads it.
+void foldAccumulatorClears(thir::Module &m);
 
 } // namespace tilec::schedule

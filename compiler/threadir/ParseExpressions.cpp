@@ -348,6 +348,14 @@ Expr Parser::wgmma(SourceLoc loc, const std::vector<std::string_view> &parts, Ba
   w.acc = expr();
   while (accept(",")) {
     expectPunct("[");
+    // `[clear if COND]`, once, before the instructions.
+    if (cur_.isIdent("clear") && !w.clearAcc && w.instrs.empty()) {
+      advance();
+      expectIdent("if");
+      w.clearAcc = expr();
+      expectPunct("]");
+      continue;
+    }
     expectIdent("acc");
     WgmmaInstr in;
     in.accFirst = smallInt("the first accumulator lane");

@@ -162,6 +162,8 @@ private:
                     w.bInputType ? "." + std::string(dtypeName(*w.bInputType)) : "",
                     w.aInRegisters ? ".rs" : "", w.aMnMajor ? ".a_mn_major" : "",
                     w.bMnMajor ? ".b_mn_major" : "", turnSuffix(w.turn), expr(w.acc, k));
+    if (w.clearAcc)
+      s += fmt::format(", [clear if {}]", expr(w.clearAcc, k));
     for (const WgmmaInstr &i : w.instrs)
       s += fmt::format(", [acc {}: {}, {}]", i.accFirst, expr(i.a, k), expr(i.bDesc, k));
     for (const SmemRegion &r : w.reads)
@@ -427,10 +429,20 @@ bool wgmmaTypes(DType a, DType b) {
   return a == b && (a == DType::Float16 || a == DType::BFloat16);
 }
 
+bool writesEveryLane(const std::vector<WgmmaInstr> &instrs, int n, int lanes) {
+  std::vector<bool> written(static_cast<size_t>(std::max(lanes, 0)));
+  for (const WgmmaInstr &i : instrs)
+    for (int l = std::max(i.accFirst, 0); l < i.accFirst + n / 2 && l < lanes; ++l)
+      written[static_cast<size_t>(l)] = true;
+  return std::all_of(written.begin(), written.end(), [](bool w) { return w; });
+}
+
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
            bool aMnMajor, bool bMnMajor, int pending, std::optional<DType> bInputType,
-           Wgmma::Turn turn, std::vector<SmemRegion> reads) {
+           Wgmma::Turn turn, std::vector<SmemRegion> reads, Expr clearAcc) {
   requireExpr(acc, "wgmma");
+  if (clearAcc && !(clearAcc->type == Type{DType::Bool, 1}))
+    misuse("wgmma clear condition not bool");
   for (const SmemRegion &r : reads)
     if (r.begin < 0 || r.end <= r.begin)
       misuse("wgmma read region");
@@ -453,8 +465,11 @@ Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, boo
       misuse("wgmma instruction operands");
   }
   Type t = acc->type;
-  return make(t, Wgmma{std::move(acc), std::move(instrs), n, inputType, aInRegisters, aMnMajor,
-                       bMnMajor, pending, turn, bInputType, std::move(reads)});
+  if (clearAcc && !writesEveryLane(instrs, n, acc->type.lanes))
+    misuse("wgmma that clears its accumulators without writing every lane");
+  return make(t,
+              Wgmma{std::move(acc), std::move(clearAcc), std::move(instrs), n, inputType,
+                    aInRegisters, aMnMajor, bMnMajor, pending, turn, bInputType, std::move(reads)});
 }
 
 Expr bitcast(Expr a, Type t) {

@@ -199,6 +199,10 @@ struct WgmmaInstr {
 /// every instruction (accumulators are cleared by ordinary code). Node::type = acc's type.
 struct Wgmma {
   Expr acc;
+  /// A Bool: where it is true, the accumulators are cleared rather than read (wgmma's scale-d
+  /// is 0 in the first instruction writing each lane), so `acc` may hold anything there; where
+  /// it is false or absent, D = A*B + acc. The instructions then write every lane.
+  Expr clearAcc;
   std::vector<WgmmaInstr> instrs;
   int n = 8;
   DType inputType = DType::Float16;
@@ -497,13 +501,15 @@ Expr sharedAddress(Expr byteOffset);
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
            bool aMnMajor, bool bMnMajor, int pending = 0,
            std::optional<DType> bInputType = std::nullopt, Wgmma::Turn turn = {},
-           std::vector<SmemRegion> reads = {});
+           std::vector<SmemRegion> reads = {}, Expr clearAcc = nullptr);
 /// Whether code generation has unary `op` on float64: the transcendentals it evaluates only in
 /// float32 (exp, log, tanh, ...) it has not; lowering reports them at their source.
 bool hasFloat64(UnOp op);
 /// Whether wgmma takes A of type `a` and B of type `b`: both float16, both bfloat16, or both
 /// float8 (e4m3 and e5m2 in any combination).
 bool wgmmaTypes(DType a, DType b);
+/// Whether wgmma instructions of width n write every one of `lanes` accumulators.
+bool writesEveryLane(const std::vector<WgmmaInstr> &instrs, int n, int lanes);
 
 /// Calls `f(const Expr &)` for each operand of `n`, in field order.
 template <class F> void forEachOperand(const Node &n, F &&f) {
@@ -541,6 +547,8 @@ template <class F> void forEachOperand(const Node &n, F &&f) {
           f(op.c);
         } else if constexpr (std::is_same_v<T, Wgmma>) {
           f(op.acc);
+          if (op.clearAcc)
+            f(op.clearAcc);
           for (const WgmmaInstr &i : op.instrs) {
             f(i.a);
             f(i.bDesc);

@@ -233,6 +233,8 @@ private:
         w.aInRegisters ? ".rs" : "", w.aMnMajor ? ".a_mn_major" : "",
         w.bMnMajor ? ".b_mn_major" : "", w.pending ? fmt::format(".pending{}", w.pending) : "",
         turnSuffix(w.turn), expr(w.acc));
+    if (w.clearAcc)
+      s += fmt::format(", [clear if {}]", expr(w.clearAcc));
     for (const WgmmaInstr &i : w.instrs)
       s += fmt::format(", [acc {}: {}, {}]", i.accFirst, expr(i.a), expr(i.bDesc));
     for (const SmemRegion &r : w.reads)

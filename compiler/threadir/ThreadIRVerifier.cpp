@@ -649,6 +649,11 @@ private:
       turn(&n, w.turn.barrier);
     if (!(n.type == w.acc->type))
       error(&n, fmt::format("wgmma on {} typed {}", ts(w.acc->type), ts(n.type)));
+    if (w.clearAcc) {
+      requireType(&n, w.clearAcc, Type{DType::Bool, 1}, "a wgmma's clear condition");
+      if (!writesEveryLane(w.instrs, w.n, w.acc->type.lanes))
+        error(&n, "a wgmma that clears its accumulators must write every lane");
+    }
     for (const SmemRegion &r : w.reads)
       requireRegion(&n, r, nullptr, 0);
     Type aType = w.aInRegisters ? Type{DType::Int32, 4} : kInt64;
