@@ -53,6 +53,10 @@ Value *KernelEmitter::exprOp(const thir::ConstInt &c, const Node &n) {
                                 isSigned(n.type.elem));
 }
 
+Value *KernelEmitter::exprOp(const thir::Undef &, const Node &n) {
+  return llvm::UndefValue::get(valueType(n.type));
+}
+
 Value *KernelEmitter::exprOp(const thir::ConstFloat &c, const Node &n) {
   // float8 has no LLVM type: the constant is its encoding, rounded here as cvt would.
   if (isFloat8(n.type.elem))
@@ -222,21 +226,62 @@ Value *KernelEmitter::exprOp(const thir::SharedAddress &a, const Node &) {
 }
 
 Value *KernelEmitter::exprOp(const thir::Wgmma &w, const Node &n) {
+  // The operands first, once: a clear that holds only at run time emits the asm twice, on two
+  // branches.
+  WgmmaOperands ops;
+  auto *constant = w.clearAcc ? std::get_if<thir::ConstInt>(&w.clearAcc->op) : nullptr;
+  const bool alwaysClear = constant && constant->value != 0;
+  if (!alwaysClear)
+    ops.acc = expr(w.acc);
+  if (w.turn.barrier >= 0)
+    std::tie(ops.own, ops.other) = turnBarriers(w.turn.barrier);
+  for (const thir::WgmmaInstr &in : w.instrs) {
+    ops.a.push_back(expr(in.a));
+    ops.bDesc.push_back(expr(in.bDesc));
+  }
+  if (!w.clearAcc || constant)
+    return wgmmaAsm(w, n, ops, alwaysClear);
+  // Cleared where the condition holds (the unswitched mask's unmasked side): there the asm
+  // reads no accumulator registers, so that their old values are dead (tied to the asm, they
+  // would live across the loop's back edge).
+  Value *cond = expr(w.clearAcc);
+  auto *clearBB = llvm::BasicBlock::Create(ctx_, "wgmma.clear", fn_);
+  auto *accBB = llvm::BasicBlock::Create(ctx_, "wgmma.acc", fn_);
+  auto *endBB = llvm::BasicBlock::Create(ctx_, "wgmma.end", fn_);
+  b_.CreateCondBr(cond, clearBB, accBB);
+  b_.SetInsertPoint(clearBB);
+  Value *cleared = wgmmaAsm(w, n, ops, /*clear=*/true);
+  clearBB = b_.GetInsertBlock();
+  b_.CreateBr(endBB);
+  b_.SetInsertPoint(accBB);
+  Value *accumulated = wgmmaAsm(w, n, ops, /*clear=*/false);
+  accBB = b_.GetInsertBlock();
+  b_.CreateBr(endBB);
+  b_.SetInsertPoint(endBB);
+  auto *phi = b_.CreatePHI(cleared->getType(), 2);
+  phi->addIncoming(cleared, clearBB);
+  phi->addIncoming(accumulated, accBB);
+  return phi;
+}
+
+Value *KernelEmitter::wgmmaAsm(const thir::Wgmma &w, const Node &n, const WgmmaOperands &ops,
+                               bool clear) {
   // One asm block from fence to wait (thir::Wgmma): the accumulators are tied operands, so no
-  // code LLVM schedules can read or move them while the wgmmas are in flight.
-  Value *acc = expr(w.acc);
+  // code LLVM schedules can read or move them while the wgmmas are in flight. A clear has them
+  // as outputs only: the first instruction writing a lane has scale-d q = 0.
   unsigned S = static_cast<unsigned>(w.acc->type.lanes);
   auto *f32 = b_.getFloatTy();
-  std::vector<llvm::Type *> outTys(S, f32), inTys(S, f32);
+  std::vector<llvm::Type *> outTys(S, f32), inTys;
   std::vector<Value *> args;
   std::string constraints;
   for (unsigned i = 0; i < S; ++i)
     constraints += fmt::format("{}=f", i ? "," : "");
-  for (unsigned i = 0; i < S; ++i) {
+  for (unsigned i = 0; !clear && i < S; ++i) {
     constraints += fmt::format(",{}", i);
-    args.push_back(b_.CreateExtractElement(acc, uint64_t{i}));
+    args.push_back(b_.CreateExtractElement(ops.acc, uint64_t{i}));
+    inTys.push_back(f32);
   }
-  unsigned next = 2 * S;
+  unsigned next = clear ? S : 2 * S;
   auto ptxType = [](DType t) {
     switch (t) {
     case DType::BFloat16:
@@ -252,62 +297,55 @@ Value *KernelEmitter::exprOp(const thir::Wgmma &w, const Node &n) {
   const char *aTy = ptxType(w.inputType), *bTy = ptxType(w.bType());
   // Only 16-bit inputs have the imm-trans operands (float8 operands are K-major).
   bool transOperands = !isFloat8(w.inputType);
-  std::string text = "{\n.reg .pred p;\nsetp.ne.b32 p, $" + std::to_string(next) + ", 0;\n";
+  std::string text =
+      fmt::format("{{\n.reg .pred p{0};\nsetp.ne.b32 p, ${1}, 0;\n{2}", clear ? ", q" : "", next,
+                  clear ? fmt::format("setp.eq.b32 q, ${}, 0;\n", next) : "");
   constraints += ",r";
   args.push_back(b_.getInt32(1));
   inTys.push_back(b_.getInt32Ty());
   ++next;
-  // A clear (thir::Wgmma::clearAcc): the first instruction writing a lane scales the old
-  // accumulators by q, 0 where the clear holds.
-  if (w.clearAcc) {
-    text += "{\n.reg .pred q;\nsetp.eq.b32 q, $" + std::to_string(next++) + ", 0;\n";
-    constraints += ",r";
-    args.push_back(b_.CreateZExt(expr(w.clearAcc), b_.getInt32Ty()));
-    inTys.push_back(b_.getInt32Ty());
-  }
   std::vector<bool> written(S);
   // A ping-pong turn: wait for this warpgroup's before the fence, hand it over after the
   // commit (thir::Wgmma::turn).
   std::string handOver;
   if (w.turn.barrier >= 0) {
-    auto [own, other] = turnBarriers(w.turn.barrier);
     if (w.turn.wait) {
       text += fmt::format("bar.sync ${}, 256;\n", next++);
       constraints += ",r";
-      args.push_back(own);
+      args.push_back(ops.own);
       inTys.push_back(b_.getInt32Ty());
     }
     if (w.turn.pass) {
       handOver = fmt::format("bar.arrive ${}, 256;\n", next++);
       constraints += ",r";
-      args.push_back(other);
+      args.push_back(ops.other);
       inTys.push_back(b_.getInt32Ty());
     }
   }
   text += "wgmma.fence.sync.aligned;\n";
-  for (const thir::WgmmaInstr &in : w.instrs) {
+  for (size_t i = 0; i < w.instrs.size(); ++i) {
+    const thir::WgmmaInstr &in = w.instrs[i];
     std::string d;
     for (int j = 0; j < w.n / 2; ++j)
       d += fmt::format("{}${}", j ? "," : "", in.accFirst + j);
     std::string a;
-    Value *av = expr(in.a);
     if (w.aInRegisters) {
       for (unsigned j = 0; j < 4; ++j) {
         a += fmt::format("{}${}", j ? "," : "", next++);
         constraints += ",r";
-        args.push_back(b_.CreateExtractElement(av, uint64_t{j}));
+        args.push_back(b_.CreateExtractElement(ops.a[i], uint64_t{j}));
         inTys.push_back(b_.getInt32Ty());
       }
       a = "{" + a + "}";
     } else {
       a = fmt::format("${}", next++);
       constraints += ",l";
-      args.push_back(av);
+      args.push_back(ops.a[i]);
       inTys.push_back(b_.getInt64Ty());
     }
     unsigned bIdx = next++;
     constraints += ",l";
-    args.push_back(expr(in.bDesc));
+    args.push_back(ops.bDesc[i]);
     inTys.push_back(b_.getInt64Ty());
     std::string trans = !transOperands ? ""
                         : w.aInRegisters
@@ -316,22 +354,19 @@ Value *KernelEmitter::exprOp(const thir::Wgmma &w, const Node &n) {
     // An instruction's lanes are all new or all written before: a clear of some would lose the
     // others' sums.
     int fresh = 0;
-    for (int j = 0; w.clearAcc && j < w.n / 2; ++j)
+    for (int j = 0; clear && j < w.n / 2; ++j)
       if (!written[static_cast<size_t>(in.accFirst + j)]) {
         written[static_cast<size_t>(in.accFirst + j)] = true;
         ++fresh;
       }
     if (fresh != 0 && fresh != w.n / 2)
       throw std::logic_error("a clearing wgmma instruction overlaps another's accumulators");
-    bool clears = fresh != 0;
     text += fmt::format("wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, ${}, {}, "
                         "1, 1{};\n",
-                        w.n, w.k(), aTy, bTy, d, a, bIdx, clears ? "q" : "p", trans);
+                        w.n, w.k(), aTy, bTy, d, a, bIdx, fresh ? "q" : "p", trans);
   }
   text += fmt::format("wgmma.commit_group.sync.aligned;\n{}wgmma.wait_group.sync.aligned {};\n}}",
                       handOver, w.pending);
-  if (w.clearAcc)
-    text += "\n}";
   // wgmma reads shared memory (through its descriptors) and writes only registers: a
   // read-only call, so that stores stay on their side of it while loads of shared memory may
   // still be shared across it (interleave-wgmma's steps read the same words and scales).

@@ -322,6 +322,7 @@ private:
 
   Value *exprOp(const thir::ConstInt &c, const Node &n);
   Value *exprOp(const thir::ConstFloat &c, const Node &n);
+  Value *exprOp(const thir::Undef &u, const Node &n);
   Value *exprOp(const thir::ParamRef &r, const Node &n);
   Value *exprOp(const thir::SpecialReg &s, const Node &) { return isa_.special(b_, s.reg, k_); }
   Value *exprOp(const thir::VarRef &v, const Node &n);
@@ -344,6 +345,13 @@ private:
   Value *exprOp(const thir::MmaSync &m, const Node &n);
   Value *exprOp(const thir::SharedAddress &a, const Node &);
   Value *exprOp(const thir::Wgmma &w, const Node &n);
+  /// A wgmma's operands, evaluated once for the asm blocks that use them.
+  struct WgmmaOperands {
+    Value *acc = nullptr; // null when the asm clears
+    std::vector<Value *> a, bDesc;
+    Value *own = nullptr, *other = nullptr; // the turn's barriers
+  };
+  Value *wgmmaAsm(const thir::Wgmma &w, const Node &n, const WgmmaOperands &ops, bool clear);
   Value *exprOp(const thir::Bitcast &bc, const Node &n);
 
   // Applies a scalar function to each lane (the nvvm math intrinsics are scalar-only).

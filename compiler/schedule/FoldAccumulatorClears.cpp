@@ -109,6 +109,46 @@ bool overwrittenAfter(const Body &b, size_t i, std::set<int> acc) {
   return acc.empty();
 }
 
+/// Whether b[i + 1 ..] begins with an assignment of each lane of wgmma result `result` to its
+/// accumulator variable (`lanes`, in lane order), in lane order, as lowering writes them.
+bool assignsLanes(const Body &b, size_t i, int result, const std::vector<Expr> &lanes) {
+  if (i + lanes.size() >= b.size())
+    return false;
+  for (size_t l = 0; l < lanes.size(); ++l) {
+    auto *a = std::get_if<thir::AssignVar>(&b[i + 1 + l].op);
+    auto *x = a ? std::get_if<thir::ExtractLane>(&a->value->op) : nullptr;
+    auto *v = x ? std::get_if<thir::VarRef>(&x->vec->op) : nullptr;
+    if (!v || v->id != result || x->lane != static_cast<int>(l) ||
+        a->id != std::get<thir::VarRef>(lanes[l]->op).id)
+      return false;
+  }
+  return true;
+}
+
+void collectStmtVars(const Stmt &s, std::set<int> &out) {
+  std::unordered_set<const Node *> seen;
+  thir::forEachStmtExpr(s, [&](const Expr &e) { collectVars(e, out, seen); });
+  if (auto *w = std::get_if<thir::WgmmaWait>(&s.op))
+    out.insert(w->vars.begin(), w->vars.end());
+  if (auto *c = std::get_if<thir::IfStmt>(&s.op)) {
+    for (const Stmt &t : c->then)
+      collectStmtVars(t, out);
+    for (const Stmt &t : c->otherwise)
+      collectStmtVars(t, out);
+  } else if (auto *f = std::get_if<thir::ForStmt>(&s.op)) {
+    for (const Stmt &t : f->body)
+      collectStmtVars(t, out);
+  }
+}
+
+/// Whether a statement of b[from ..] reads variable `id`.
+bool readsAfter(const Body &b, size_t from, int id) {
+  std::set<int> used;
+  for (size_t k = from; k < b.size(); ++k)
+    collectStmtVars(b[k], used);
+  return used.count(id) > 0;
+}
+
 /// A statement between the clear and the wgmma that neither reads nor writes the accumulators:
 /// a declaration, or a barrier or fence (the registers are the thread's own; the first
 /// iteration's Q@K^T waits at one for Q).
@@ -160,11 +200,6 @@ std::optional<std::vector<size_t>> clearsAll(const Body &b, size_t from, size_t 
   return zeros;
 }
 
-void erase(Body &b, const std::vector<size_t> &indices) {
-  for (auto it = indices.rbegin(); it != indices.rend(); ++it)
-    b.erase(b.begin() + static_cast<long>(*it));
-}
-
 Expr withClear(const thir::Wgmma &w, Expr clear) {
   return thir::wgmma(w.acc, w.instrs, w.n, w.inputType, w.aInRegisters, w.aMnMajor, w.bMnMajor,
                      w.pending, w.bInputType, w.turn, w.reads, std::move(clear));
@@ -214,20 +249,36 @@ private:
     size_t j = i;
     while (j > 0 && transparent(b[j - 1], *acc))
       --j;
-    // An if whose then-branch only clears (the unswitched mask's unmasked side).
+    // An if whose then-branch only clears (the unswitched mask's unmasked side): the wgmma
+    // and the lanes' assignments from it move into both branches, the then-branch's copy
+    // clearing. One asm that clears only at run time would read the registers on both paths,
+    // and ptxas would keep their old values live across the loop's back edge for it (208 bytes
+    // of spills in persistent attention).
     if (auto *c = j > 0 ? std::get_if<thir::IfStmt>(&b[j - 1].op) : nullptr) {
       auto zeros = clearsAll(c->then, 0, c->then.size(),
                              zeroAssignments(c->then, c->then.size(), *acc), *acc);
-      if (!zeros)
+      const auto &lanes = std::get<thir::MakeVector>(w->acc->op).elems;
+      const size_t tailEnd = i + 1 + lanes.size();
+      if (!zeros || !assignsLanes(b, i, decl->id, lanes) || readsAfter(b, tailEnd, decl->id))
         return i;
-      erase(c->then, *zeros);
-      int cond = nextVar_++;
-      Expr clear = thir::var(cond, {DType::Bool, 1});
-      decl->init = withClear(*w, clear);
-      b.insert(b.begin() + static_cast<long>(j - 1),
-               Stmt{thir::DeclVar{cond, {DType::Bool, 1}, std::move(c->cond)}});
-      std::get<thir::IfStmt>(b[j].op).cond = clear;
-      return i + 1;
+      for (auto z = zeros->rbegin(); z != zeros->rend(); ++z)
+        c->then.erase(c->then.begin() + static_cast<long>(*z));
+      auto branchTail = [&](Expr wgmma, Body &into) {
+        int id = nextVar_++;
+        into.push_back({thir::DeclVar{id, decl->type, std::move(wgmma)}});
+        for (size_t l = 0; l < lanes.size(); ++l)
+          into.push_back(
+              {thir::AssignVar{std::get<thir::VarRef>(lanes[l]->op).id,
+                               thir::extractLane(thir::var(id, decl->type), static_cast<int>(l))}});
+      };
+      branchTail(withClear(*w, thir::constInt(1, DType::Bool)), c->then);
+      branchTail(decl->init, c->otherwise);
+      // The if moves down to the wgmma's place, below the statements between them.
+      Stmt moved = std::move(b[j - 1]);
+      b.erase(b.begin() + static_cast<long>(i), b.begin() + static_cast<long>(tailEnd));
+      b.insert(b.begin() + static_cast<long>(i), std::move(moved));
+      b.erase(b.begin() + static_cast<long>(j - 1));
+      return i - 1;
     }
     // A straight run of declarations and zeros right before.
     std::vector<bool> zero = zeroAssignments(b, i, *acc);
@@ -238,8 +289,11 @@ private:
     if (!zeros)
       return i;
     decl->init = withClear(*w, thir::constInt(1, DType::Bool));
-    erase(b, *zeros);
-    return i - zeros->size();
+    for (size_t z : *zeros) {
+      auto &a = std::get<thir::AssignVar>(b[z].op);
+      a.value = thir::undef(a.value->type);
+    }
+    return i;
   }
 
   int nextVar_;

@@ -251,6 +251,12 @@ private:
     Val v = splat(n.type, fromDouble(c.value, n.type.elem));
     perThread(m, out, [&](int) { return v; });
   }
+  // Nothing reads it as a value: zeros, as good as any.
+  void evalOp(const Undef &, const Node &n, const Mask &m, Vals &out) {
+    Val v = splat(n.type,
+                  floating(n.type.elem) ? fromDouble(0.0, n.type.elem) : fromInt(0, n.type.elem));
+    perThread(m, out, [&](int) { return v; });
+  }
   void evalOp(const ParamRef &p, const Node &n, const Mask &m, Vals &out) {
     if (p.index < 0 || static_cast<size_t>(p.index) >= l_.scalars.size())
       throw Stop(fmt::format("no value for parameter {}", p.index));

@@ -188,6 +188,8 @@ Expr Parser::named(SourceLoc loc) {
     Type t = args[1]->type;
     return make(loc, t, Select{args[0], args[1], args[2]});
   }
+  if (word == "undef")
+    return make(loc, typeArgument(), Undef{});
   if (word == "cast" || word == "broadcast" || word == "bitcast") {
     Type t = typeArgument();
     Expr a = arguments(1)[0];

@@ -86,6 +86,9 @@ private:
       return floatText(c.value);
     return fmt::format("{}:{}", floatText(c.value), typeString(n.type));
   }
+  std::string exprOp(const Undef &, const Node &n, const Kernel &) {
+    return fmt::format("undef<{}>", typeString(n.type));
+  }
   std::string exprOp(const ParamRef &p, const Node &, const Kernel &k) {
     return paramName(p.index, k);
   }
@@ -182,8 +185,8 @@ std::string typeString(Type t) {
 
 bool isLeaf(const Node &n) {
   return std::holds_alternative<ConstInt>(n.op) || std::holds_alternative<ConstFloat>(n.op) ||
-         std::holds_alternative<ParamRef>(n.op) || std::holds_alternative<SpecialReg>(n.op) ||
-         std::holds_alternative<VarRef>(n.op);
+         std::holds_alternative<Undef>(n.op) || std::holds_alternative<ParamRef>(n.op) ||
+         std::holds_alternative<SpecialReg>(n.op) || std::holds_alternative<VarRef>(n.op);
 }
 
 Expr constInt(int64_t v, DType t) {
@@ -197,6 +200,8 @@ Expr constFloat(double v, DType t) {
     misuse(fmt::format("constFloat of non-float type {}", dtypeName(t)));
   return make({t, 1}, ConstFloat{v});
 }
+
+Expr undef(Type t) { return make(t, Undef{}); }
 
 Expr param(int index, DType t) {
   if (index < 0)

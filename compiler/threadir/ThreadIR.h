@@ -80,6 +80,9 @@ struct ConstInt {
 struct ConstFloat {
   double value;
 };
+/// A value of its type that no one reads: what a cleared wgmma accumulator holds before the
+/// wgmma (fold-accumulator-clears assigns it so that the variable's old value dies there).
+struct Undef {};
 /// Kernel parameter by position in Kernel::params (scalar parameters and symbolic dimensions).
 struct ParamRef {
   int index;
@@ -235,8 +238,8 @@ struct Wgmma {
 
 struct Node {
   Type type;
-  std::variant<ConstInt, ConstFloat, ParamRef, SpecialReg, VarRef, Unary, Binary, Select, Cast,
-               Broadcast, GlobalLoad, ExtractLane, MakeVector, ShflXor, SharedLoad, LdMatrix,
+  std::variant<ConstInt, ConstFloat, Undef, ParamRef, SpecialReg, VarRef, Unary, Binary, Select,
+               Cast, Broadcast, GlobalLoad, ExtractLane, MakeVector, ShflXor, SharedLoad, LdMatrix,
                MmaSync, Bitcast, SharedAddress, Wgmma, Shfl, Mfma>
       op;
 };
@@ -471,6 +474,7 @@ struct Module {
 // ---- Builders: keep lowering code short and types explicit. ------------------------------
 Expr constInt(int64_t v, DType t = DType::Int64);
 Expr constFloat(double v, DType t = DType::Float32);
+Expr undef(Type t);
 Expr param(int index, DType t);
 Expr special(Special s); // Int32
 Expr var(int id, Type t);
@@ -556,6 +560,49 @@ template <class F> void forEachOperand(const Node &n, F &&f) {
         }
       },
       n.op);
+}
+
+/// Calls `f(const Expr &)` for each expression of statement `s` itself (an if's condition, a
+/// loop's bounds; not the statements of their bodies), null ones skipped.
+template <class F> void forEachStmtExpr(const Stmt &s, F &&f) {
+  auto each = [&](std::initializer_list<const Expr *> es) {
+    for (const Expr *e : es)
+      if (*e)
+        f(*e);
+  };
+  std::visit(
+      [&](const auto &op) {
+        using T = std::decay_t<decltype(op)>;
+        if constexpr (std::is_same_v<T, DeclVar>)
+          each({&op.init});
+        else if constexpr (std::is_same_v<T, AssignVar>)
+          each({&op.value});
+        else if constexpr (std::is_same_v<T, GlobalStore> || std::is_same_v<T, GlobalAtomic>)
+          each({&op.index, &op.value});
+        else if constexpr (std::is_same_v<T, SharedStore> || std::is_same_v<T, SharedAtomic>)
+          each({&op.byteOffset, &op.value});
+        else if constexpr (std::is_same_v<T, IfStmt>)
+          each({&op.cond});
+        else if constexpr (std::is_same_v<T, ForStmt>)
+          each({&op.begin, &op.end, &op.step});
+        else if constexpr (std::is_same_v<T, Printf>)
+          for (const Expr &a : op.args)
+            each({&a});
+        else if constexpr (std::is_same_v<T, CpAsync>)
+          each({&op.index, &op.byteOffset, &op.srcBytes});
+        else if constexpr (std::is_same_v<T, MbarrierInit>)
+          each({&op.byteOffset, &op.count});
+        else if constexpr (std::is_same_v<T, MbarrierArrive>)
+          each({&op.byteOffset, &op.txBytes});
+        else if constexpr (std::is_same_v<T, MbarrierWait>)
+          each({&op.byteOffset, &op.parity});
+        else if constexpr (std::is_same_v<T, TmaLoad>) {
+          for (const Expr &c : op.coords)
+            each({&c});
+          each({&op.byteOffset, &op.barOffset});
+        }
+      },
+      s.op);
 }
 
 /// Constants, parameters, special registers and variable reads: no operands, and evaluating one

@@ -162,6 +162,9 @@ private:
       return text::floatLiteral(c.value);
     return fmt::format("{}:{}", text::floatLiteral(c.value), typeString(n.type));
   }
+  std::string exprOp(const Undef &, const Node &n) {
+    return fmt::format("undef<{}>", typeString(n.type));
+  }
   std::string exprOp(const ParamRef &p, const Node &) { return param(p.index); }
   std::string exprOp(const SpecialReg &s, const Node &) {
     return std::string(names::special(s.reg));

@@ -457,6 +457,7 @@ private:
     if (n.type.lanes != 1 || !isFloat(n.type.elem))
       error(&n, fmt::format("float constant of type {}", ts(n.type)));
   }
+  void check(const Undef &, const Node &) {}
   void check(const ParamRef &r, const Node &n) {
     const Param *p = param(&n, r.index);
     if (!p)
