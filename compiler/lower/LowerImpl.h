@@ -432,7 +432,8 @@ private:
   // ---- LowerWarpSpecialized.cpp: producer/consumer kernels (sm_90a) --------------------------
   const PipelinePlan *warpSpecializedLoop() const;
   /// Adds a TensorMap parameter per distinct view the plan's copies load, and the TmaEnabled one.
-  void addTensorMaps(const PipelinePlan &plan);
+  void addTensorMaps(const PipelinePlan &plan, bool withPrologue);
+  void addTensorMap(const tile::Stmt *copy, TmaDims kept);
   /// The whole kernel body around a warp-specialized loop.
   void lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::Body &out);
   /// Copies tile `c` (its source region starting at `starts`, Int32 per dimension of the tensor,

@@ -107,49 +107,52 @@ const PipelinePlan *KernelLowering::warpSpecializedLoop() const {
   return nullptr;
 }
 
-void KernelLowering::addTensorMaps(const PipelinePlan &plan) {
-  for (size_t ci = 0; ci < plan.copies.size(); ++ci) {
-    const tile::Stmt *st = plan.copies[ci];
-    const tile::Copy &c = std::get<tile::Copy>(st->op);
-    const tile::BufferPtr &src = c.src.buffer;
-    const TmaDims kept = plan.tmaDims.at(ci);
-    const analysis::SharedLayout &l = shared_.at(c.dst.buffer->id).layout;
-    // The map's dimensions are the tensor's, innermost first; the box is one panel of the tile
-    // (its rows and a swizzled line of columns) and one element in every other dimension.
-    thir::TensorMapInfo m;
-    m.tensor = src->paramIndex;
-    m.swizzleBytes = l.swizzleIsIdentity() ? 0 : l.swizzleBytes;
-    thir::Expr stride = thir::constInt(dtypeBytes(src->dtype), DType::Int64);
-    for (size_t d = src->shape.size(); d-- > 0;) {
-      thir::Expr extent = hostExpr(src->shape[d]);
-      if (!extent)
-        return;
-      if (d + 1 < src->shape.size()) {
-        stride = thir::binary(thir::BinOp::Mul, m.dims.back(), stride);
-        m.strides.push_back(stride);
-      }
-      m.dims.push_back(extent);
-      m.box.push_back(d == kept.col   ? static_cast<int>(l.panelBytes / l.elementBytes)
-                      : d == kept.row ? static_cast<int>(l.rows)
-                                      : 1);
-    }
-    // One map per tensor and box: copies of the same view share it.
-    int index = -1;
-    for (size_t i = 0; i < out_.params.size(); ++i) {
-      const thir::Param &p = out_.params[i];
-      if (p.kind == thir::ParamKind::TensorMap && p.map.tensor == m.tensor && p.map.box == m.box &&
-          p.map.swizzleBytes == m.swizzleBytes)
-        index = static_cast<int>(i);
-    }
-    if (index < 0) {
-      index = static_cast<int>(out_.params.size());
-      out_.params.push_back({fmt::format("{}_tma{}", src->name, index), thir::ParamKind::TensorMap,
-                             src->dtype, 0, std::move(m)});
-    }
-    tensorMapOf_[st] = index;
-  }
+void KernelLowering::addTensorMaps(const PipelinePlan &plan, bool withPrologue) {
+  for (size_t ci = 0; ci < plan.copies.size() && !failed_; ++ci)
+    addTensorMap(plan.copies[ci], plan.tmaDims.at(ci));
+  for (size_t ci = 0; withPrologue && ci < plan.consumerPrologue.size() && !failed_; ++ci)
+    addTensorMap(plan.consumerPrologue[ci], plan.prologueTmaDims.at(ci));
   tmaEnabledParam_ = static_cast<int>(out_.params.size());
   out_.params.push_back({"tilec_tma", thir::ParamKind::TmaEnabled, DType::Int32, 0, {}});
+}
+
+void KernelLowering::addTensorMap(const tile::Stmt *st, TmaDims kept) {
+  const tile::Copy &c = std::get<tile::Copy>(st->op);
+  const tile::BufferPtr &src = c.src.buffer;
+  const analysis::SharedLayout &l = shared_.at(c.dst.buffer->id).layout;
+  // The map's dimensions are the tensor's, innermost first; the box is one panel of the tile
+  // (its rows and a swizzled line of columns) and one element in every other dimension.
+  thir::TensorMapInfo m;
+  m.tensor = src->paramIndex;
+  m.swizzleBytes = l.swizzleIsIdentity() ? 0 : l.swizzleBytes;
+  thir::Expr stride = thir::constInt(dtypeBytes(src->dtype), DType::Int64);
+  for (size_t d = src->shape.size(); d-- > 0;) {
+    thir::Expr extent = hostExpr(src->shape[d]);
+    if (!extent)
+      return;
+    if (d + 1 < src->shape.size()) {
+      stride = thir::binary(thir::BinOp::Mul, m.dims.back(), stride);
+      m.strides.push_back(stride);
+    }
+    m.dims.push_back(extent);
+    m.box.push_back(d == kept.col   ? static_cast<int>(l.panelBytes / l.elementBytes)
+                    : d == kept.row ? static_cast<int>(l.rows)
+                                    : 1);
+  }
+  // One map per tensor and box: copies of the same view share it.
+  int index = -1;
+  for (size_t i = 0; i < out_.params.size(); ++i) {
+    const thir::Param &p = out_.params[i];
+    if (p.kind == thir::ParamKind::TensorMap && p.map.tensor == m.tensor && p.map.box == m.box &&
+        p.map.swizzleBytes == m.swizzleBytes)
+      index = static_cast<int>(i);
+  }
+  if (index < 0) {
+    index = static_cast<int>(out_.params.size());
+    out_.params.push_back({fmt::format("{}_tma{}", src->name, index), thir::ParamKind::TensorMap,
+                           src->dtype, 0, std::move(m)});
+  }
+  tensorMapOf_[st] = index;
 }
 
 thir::Stmt KernelLowering::barrier() const {
@@ -180,7 +183,11 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   const int groups = persistent ? plan.tileGroups : 1;
   const int consumers = groups * C;
   out_.threads = consumers + kProducerThreads;
-  addTensorMaps(plan);
+  // The consumers' prologue copies (attention's Q) by the producer's TMA, first, on a barrier of
+  // their own: they load beside the first K/V tiles instead of through the consumers' registers.
+  // A persistent block's consumers load them per tile as before.
+  const bool prologueByTma = plan.producerLoadsPrologue() && !persistent;
+  addTensorMaps(plan, prologueByTma);
   if (failed_)
     return;
   thir::Expr tid = thir::special(thir::Special::ThreadIdxX);
@@ -202,6 +209,8 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
                                                 thir::select(tma, i32(1), i32(kProducerThreads))}});
         init.then.push_back({thir::MbarrierInit{empty(r, i32(s)), i32(C)}});
       }
+    if (prologueByTma)
+      init.then.push_back({thir::MbarrierInit{i32(plan.prologueBarrier()), i32(1)}});
     init.then.push_back({thir::FenceMbarrierInit{}});
     out.push_back({std::move(init)});
     out.push_back({thir::Barrier{}});
@@ -336,6 +345,36 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
     into.push_back({thir::IfStmt{cond, std::move(stmts), {}}});
   };
 
+  // Where copy `c`'s tile starts in its source tensor, each dimension's index.
+  auto tileStarts = [&](const tile::Copy &c) -> std::optional<std::vector<thir::Expr>> {
+    std::vector<thir::Expr> starts;
+    for (const tile::RegionDim &d : c.src.dims) {
+      thir::Expr start = lowerExpr(d.begin, {});
+      if (!start)
+        return std::nullopt;
+      starts.push_back(thir::cast(start, i32t));
+    }
+    return starts;
+  };
+  // One TMA box per panel of copy `st`'s tile, into its buffer's version at byte `version`, on
+  // mbarrier `bar`.
+  auto tmaBoxes = [&](const tile::Stmt *st, TmaDims kept, const std::vector<thir::Expr> &starts,
+                      thir::Expr version, thir::Expr bar, thir::Body &into) {
+    const tile::Copy &c = std::get<tile::Copy>(st->op);
+    const SharedBuffer &sb = shared_.at(c.dst.buffer->id);
+    const analysis::SharedLayout &l = sb.layout;
+    int64_t boxCols = l.panelBytes / l.elementBytes;
+    for (int64_t p = 0; p * l.panelBytes < l.rowBytes; ++p) {
+      // Innermost first: the tile's columns of this panel, then the other dimensions.
+      std::vector<thir::Expr> coords;
+      for (size_t d = starts.size(); d-- > 0;)
+        coords.push_back(d == kept.col && p > 0 ? add(starts[d], i32(p * boxCols)) : starts[d]);
+      into.push_back(
+          {thir::TmaLoad{tensorMapOf_.at(st), std::move(coords),
+                         add(i32(sb.offset + p * l.rows * l.panelBytes), version), bar}});
+    }
+  };
+
   thir::IfStmt roles{thir::binary(thir::BinOp::Ge, tid, i32(consumers)), {}, {}};
   roles.elseGroup = thir::SyncGroup{1, consumers};
   // ---- Producer ----------------------------------------------------------------------------
@@ -374,28 +413,14 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
         const analysis::SharedLayout &l = sb.layout;
         thir::Expr version = mul(at.version, l.bytes());
         const TmaDims kept = plan.tmaDims.at(ci);
-        std::vector<thir::Expr> starts;
-        for (const tile::RegionDim &d : c.src.dims) {
-          thir::Expr start = lowerExpr(d.begin, {});
-          if (!start)
-            return;
-          starts.push_back(thir::cast(start, i32t));
-        }
+        auto starts = tileStarts(c);
+        if (!starts)
+          return;
         if (useTma) {
-          int64_t boxCols = l.panelBytes / l.elementBytes;
-          for (int64_t p = 0; p * l.panelBytes < l.rowBytes; ++p) {
-            // Innermost first: the tile's columns of this panel, then the other dimensions.
-            std::vector<thir::Expr> coords;
-            for (size_t d = starts.size(); d-- > 0;)
-              coords.push_back(d == kept.col && p > 0 ? add(starts[d], i32(p * boxCols))
-                                                      : starts[d]);
-            loop.body.push_back({thir::TmaLoad{
-                tensorMapOf_.at(st), std::move(coords),
-                add(i32(sb.offset + p * l.rows * l.panelBytes), version), full(ring, slot)}});
-          }
+          tmaBoxes(st, kept, *starts, version, full(ring, slot), loop.body);
         } else {
           stageOffset_[c.dst.buffer->id] = version;
-          copyElementwise(c, kept, starts, sub(tid, i32(consumers)), loop.body);
+          copyElementwise(c, kept, *starts, sub(tid, i32(consumers)), loop.body);
           stageOffset_.erase(c.dst.buffer->id);
         }
       }
@@ -409,6 +434,20 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   };
   thir::IfStmt which{tma, {}, {}};
   thir::IfStmt leader{eq(tid, i32(consumers)), {}, {}};
+  if (prologueByTma) {
+    int64_t bytes = 0;
+    for (const tile::Stmt *st : plan.consumerPrologue)
+      bytes += shared_.at(std::get<tile::Copy>(st->op).dst.buffer->id).layout.bytes();
+    thir::Expr bar = i32(plan.prologueBarrier());
+    leader.then.push_back({thir::MbarrierArrive{bar, i32(bytes)}});
+    for (size_t ci = 0; ci < plan.consumerPrologue.size(); ++ci) {
+      const tile::Stmt *st = plan.consumerPrologue[ci];
+      auto starts = tileStarts(std::get<tile::Copy>(st->op));
+      if (!starts)
+        return;
+      tmaBoxes(st, plan.prologueTmaDims.at(ci), *starts, i32(0), bar, leader.then);
+    }
+  }
   forEachTile(false, nullptr, leader.then, [&](thir::Body &into) { producerLoop(true, into); });
   which.then.push_back({std::move(leader)});
   forEachTile(false, nullptr, which.otherwise,
@@ -420,10 +459,18 @@ void KernelLowering::lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::
   // ---- Consumers ---------------------------------------------------------------------------
   thir::Body &consumer = roles.otherwise;
   barrierThreads_ = C;
-  for (const tile::Stmt *st : plan.consumerPrologue) {
-    if (persistent || failed_)
-      break;
-    lowerStmt(*st, consumer, {});
+  if (!persistent) {
+    // Without tensor maps (tilec_tma 0) the consumers load the prologue themselves.
+    thir::Body load;
+    for (const tile::Stmt *st : plan.consumerPrologue)
+      if (!failed_)
+        lowerStmt(*st, load, {});
+    if (prologueByTma)
+      consumer.push_back({thir::IfStmt{
+          tma, {{thir::MbarrierWait{i32(plan.prologueBarrier()), i32(0)}}}, std::move(load)}});
+    else
+      consumer.insert(consumer.end(), std::make_move_iterator(load.begin()),
+                      std::make_move_iterator(load.end()));
   }
   if (failed_)
     return;

@@ -44,6 +44,11 @@ struct PipelinePlan {
   /// their branch (copies from global memory into shared buffers the loop does not fill, such as
   /// attention's Q tile); the other statements before the loop run in every thread.
   std::vector<const tile::Stmt *> consumerPrologue;
+  /// Where each consumerPrologue copy's tile lies in its source tensor, when every one of them is
+  /// a TMA box: then the producer loads them first, on an mbarrier of their own
+  /// (prologueBarrier), and the consumers wait for it instead of loading them; empty otherwise.
+  std::vector<TmaDims> prologueTmaDims;
+  bool producerLoadsPrologue() const { return !prologueTmaDims.empty(); }
   /// The loop's body is its copies and one gemm: on wgmma, each iteration's group stays in flight
   /// while the next is issued, and a stage is released once the group reading it completed.
   bool gemmInFlight = false;
@@ -94,6 +99,8 @@ struct PipelinePlan {
   /// plan-shared: the mbarriers of a warp-specialized loop, ring r's full[s] at barrierOffset +
   /// 8 (2 stages r + s) and empty[s] at barrierOffset + 8 (2 stages r + stages + s).
   int64_t barrierOffset = 0;
+  /// The prologue's mbarrier (producerLoadsPrologue), after the rings'.
+  int64_t prologueBarrier() const { return barrierOffset + 16 * stages * rings(); }
   /// Warp-specialized: consecutive iterations whose tiles share one slot of the rings (one
   /// mbarrier handshake for all of them), so that a slot holds enough work to hide its cost
   /// when an iteration's tiles are small. Each buffer has stages * itersPerSlot versions.

@@ -515,6 +515,11 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
   plan.warpSpecialized = true;
   plan.tmaDims = std::move(tmaDims);
   plan.consumerPrologue = std::move(consumerPrologue);
+  for (const tile::Stmt *st : plan.consumerPrologue)
+    if (auto dims = tmaCopyable(std::get<tile::Copy>(st->op)))
+      plan.prologueTmaDims.push_back(*dims);
+  if (plan.prologueTmaDims.size() != plan.consumerPrologue.size())
+    plan.prologueTmaDims.clear();
   plan.gemmInFlight = gemms == 1 && others == 0;
   if (gemms == 1 && others > 0)
     if (auto produced = planProducedOperands(k, s, f, plan, kp.fragments)) {

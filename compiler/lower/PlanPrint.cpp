@@ -69,9 +69,11 @@ void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) 
         out += " " + bufferName(k, id);
     }
     if (!p->consumerPrologue.empty()) {
-      out += ", consumers first run";
+      out += p->producerLoadsPrologue() ? ", the producer first loads" : ", consumers first run";
       for (const tile::Stmt *c : p->consumerPrologue)
         out += " " + at(*c);
+      if (p->producerLoadsPrologue())
+        out += fmt::format(" (mbarrier at {})", p->prologueBarrier());
     }
     out += "\n";
   }

@@ -121,7 +121,7 @@ void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &
     });
     for (PipelinePlan *p : rings) {
       p->barrierOffset = alignUp(offset, 8);
-      offset = p->barrierOffset + 16 * p->stages * p->rings();
+      offset = p->prologueBarrier() + (p->producerLoadsPrologue() ? 8 : 0);
     }
     return alignUp(offset, 16);
   };
