@@ -316,6 +316,7 @@ std::string codegenFlags(const DriverOptions &opts) {
                                   {opts.noPersistent, "--no-persistent"},
                                   {opts.pingPong, "--ping-pong"},
                                   {opts.noPingPong, "--no-ping-pong"},
+                                  {opts.noTmaPrologue, "--no-tma-prologue"},
                                   {opts.overlapGemms, "--overlap-gemms"},
                                   {opts.noOverlapGemms, "--no-overlap-gemms"},
                                   {opts.pingPongTiles, "--ping-pong-tiles"}})

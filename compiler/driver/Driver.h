@@ -37,6 +37,7 @@ struct DriverOptions {
   bool pingPong = false;
   /// --no-ping-pong: they never do (lower::PingPong::Off); neither: where the turns pay.
   bool noPingPong = false;
+  bool noTmaPrologue = false;
   /// --overlap-gemms: attention-like loops overlap their last gemm with the next iteration's
   /// work (lower::PlanOptions::overlapGemms).
   bool overlapGemms = false;

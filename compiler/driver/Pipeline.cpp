@@ -103,8 +103,9 @@ lower::PingPong pingPongOf(const DriverOptions &o) {
 }
 
 bool runPlanPipelines(Compilation &c) {
-  lower::planPipelines(*c.program, c.target, c.plan,
-                       {gemmOverlapOf(c.opts), pingPongOf(c.opts), c.opts.pingPongTiles});
+  lower::planPipelines(
+      *c.program, c.target, c.plan,
+      {gemmOverlapOf(c.opts), pingPongOf(c.opts), c.opts.pingPongTiles, !c.opts.noTmaPrologue});
   return true;
 }
 

@@ -128,6 +128,9 @@ int main(int argc, char **argv) {
         "docs/results.md)");
     cmd->add_flag("--no-ping-pong", opts.noPingPong, "the consumer warpgroups never take turns")
         ->excludes(pingPong);
+    cmd->add_flag("--no-tma-prologue", opts.noTmaPrologue,
+                  "the consumers of a warp-specialized loop load the tiles copied before it "
+                  "(attention's Q) themselves, rather than the producer by TMA");
     auto *overlap = cmd->add_flag(
         "--overlap-gemms", opts.overlapGemms,
         "a warp-specialized loop's last gemm runs beside the next iteration's work wherever the "

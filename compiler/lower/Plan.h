@@ -188,6 +188,8 @@ struct PlanOptions {
   PingPong pingPong = PingPong::Auto;
   /// Plan PipelinePlan::tileGroups (two) where a GEMM loop allows it (off by default).
   bool pingPongTiles = false;
+  /// Plan PipelinePlan::prologueTmaDims where the consumer prologue allows it.
+  bool tmaPrologue = true;
 };
 
 /// plan-pipelines: the Pipelined loops whose copies from global to shared memory can be issued

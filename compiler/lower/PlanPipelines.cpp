@@ -516,7 +516,7 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
   plan.tmaDims = std::move(tmaDims);
   plan.consumerPrologue = std::move(consumerPrologue);
   for (const tile::Stmt *st : plan.consumerPrologue)
-    if (auto dims = tmaCopyable(std::get<tile::Copy>(st->op)))
+    if (auto dims = tmaCopyable(std::get<tile::Copy>(st->op)); dims && opts.tmaPrologue)
       plan.prologueTmaDims.push_back(*dims);
   if (plan.prologueTmaDims.size() != plan.consumerPrologue.size())
     plan.prologueTmaDims.clear();
