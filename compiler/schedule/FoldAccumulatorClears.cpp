@@ -12,13 +12,13 @@
 // the zeros are one branch of an if (the unswitched loop's), the clear holds exactly on that
 // branch: its condition, computed once into a variable before the if, is the wgmma's.
 #include "schedule/Schedule.h"
+#include "threadir/ThreadIRWalk.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
 #include <set>
-#include <unordered_set>
 
 namespace tilec::schedule {
 
@@ -29,19 +29,8 @@ using thir::Expr;
 using thir::Node;
 using thir::Stmt;
 
-void collectVars(const Expr &e, std::set<int> &out, std::unordered_set<const Node *> &seen) {
-  if (!e || !seen.insert(e.get()).second)
-    return;
-  if (auto *v = std::get_if<thir::VarRef>(&e->op))
-    out.insert(v->id);
-  thir::forEachOperand(*e, [&](const Expr &x) { collectVars(x, out, seen); });
-}
-
 bool reads(const Expr &e, const std::set<int> &vars) {
-  std::set<int> used;
-  std::unordered_set<const Node *> seen;
-  collectVars(e, used, seen);
-  for (int v : used)
+  for (int v : thir::varsRead(e))
     if (vars.count(v))
       return true;
   return false;
@@ -125,28 +114,12 @@ bool assignsLanes(const Body &b, size_t i, int result, const std::vector<Expr> &
   return true;
 }
 
-void collectStmtVars(const Stmt &s, std::set<int> &out) {
-  std::unordered_set<const Node *> seen;
-  thir::forEachStmtExpr(s, [&](const Expr &e) { collectVars(e, out, seen); });
-  if (auto *w = std::get_if<thir::WgmmaWait>(&s.op))
-    out.insert(w->vars.begin(), w->vars.end());
-  if (auto *c = std::get_if<thir::IfStmt>(&s.op)) {
-    for (const Stmt &t : c->then)
-      collectStmtVars(t, out);
-    for (const Stmt &t : c->otherwise)
-      collectStmtVars(t, out);
-  } else if (auto *f = std::get_if<thir::ForStmt>(&s.op)) {
-    for (const Stmt &t : f->body)
-      collectStmtVars(t, out);
-  }
-}
-
 /// Whether a statement of b[from ..] reads variable `id`.
 bool readsAfter(const Body &b, size_t from, int id) {
-  std::set<int> used;
   for (size_t k = from; k < b.size(); ++k)
-    collectStmtVars(b[k], used);
-  return used.count(id) > 0;
+    if (thir::varsRead(b[k]).count(id))
+      return true;
+  return false;
 }
 
 /// A statement between the clear and the wgmma that neither reads nor writes the accumulators:
@@ -207,35 +180,16 @@ Expr withClear(const thir::Wgmma &w, Expr clear) {
 
 class Folder {
 public:
-  explicit Folder(thir::Kernel &k) : nextVar_(maxVar(k.body) + 1) {}
+  explicit Folder(thir::Kernel &k) : nextVar_(thir::maxVarId(k.body) + 1) {}
 
-  void body(Body &b) {
-    for (Stmt &s : b) {
-      if (auto *f = std::get_if<thir::ForStmt>(&s.op)) {
-        body(f->body);
-      } else if (auto *c = std::get_if<thir::IfStmt>(&s.op)) {
-        body(c->then);
-        body(c->otherwise);
-      }
-    }
-    for (size_t i = 0; i < b.size(); ++i)
-      i = fold(b, i);
+  void body(Body &top) {
+    thir::forEachBodyInnermostFirst(top, [&](Body &b) {
+      for (size_t i = 0; i < b.size(); ++i)
+        i = fold(b, i);
+    });
   }
 
 private:
-  static int maxVar(const Body &b) {
-    int m = -1;
-    for (const Stmt &s : b) {
-      if (auto *d = std::get_if<thir::DeclVar>(&s.op))
-        m = std::max(m, d->id);
-      else if (auto *f = std::get_if<thir::ForStmt>(&s.op))
-        m = std::max({m, f->var, maxVar(f->body)});
-      else if (auto *c = std::get_if<thir::IfStmt>(&s.op))
-        m = std::max({m, maxVar(c->then), maxVar(c->otherwise)});
-    }
-    return m;
-  }
-
   /// Folds the clear before the wgmma declared by b[i], if there is one; returns the wgmma's
   /// index afterwards.
   size_t fold(Body &b, size_t i) {

@@ -12,6 +12,7 @@
 // chains; every operand register is written once, before the step that reads it, and the
 // last step still waits for all groups, so nothing after the split wgmma sees a difference.
 #include "schedule/Schedule.h"
+#include "threadir/ThreadIRWalk.h"
 
 #include <algorithm>
 #include <optional>
@@ -37,20 +38,7 @@ constexpr int kMinSplitN = 64;
 // 2.9% faster with two than with one (attention level; docs/results.md, 2026-12-04).
 constexpr size_t kInstrsPerStep = 2;
 
-void collectVars(const Expr &e, std::set<int> &out, std::unordered_set<const Node *> &seen) {
-  if (!e || !seen.insert(e.get()).second)
-    return;
-  if (auto *v = std::get_if<thir::VarRef>(&e->op))
-    out.insert(v->id);
-  thir::forEachOperand(*e, [&](const Expr &x) { collectVars(x, out, seen); });
-}
-
-std::set<int> varsOf(const Expr &e) {
-  std::set<int> out;
-  std::unordered_set<const Node *> seen;
-  collectVars(e, out, seen);
-  return out;
-}
+std::set<int> varsOf(const Expr &e) { return thir::varsRead(e); }
 
 bool containsWgmma(const Expr &e, std::unordered_set<const Node *> &seen) {
   if (!e || !seen.insert(e.get()).second)
@@ -92,36 +80,17 @@ bool independent(const Assignment &p, const Assignment &q) {
 
 class Interleaver {
 public:
-  explicit Interleaver(thir::Kernel &k) : nextVar_(maxVar(k.body) + 1) {}
+  explicit Interleaver(thir::Kernel &k) : nextVar_(thir::maxVarId(k.body) + 1) {}
 
-  void body(Body &b) {
-    for (Stmt &s : b) {
-      if (auto *f = std::get_if<thir::ForStmt>(&s.op)) {
-        body(f->body);
-      } else if (auto *c = std::get_if<thir::IfStmt>(&s.op)) {
-        body(c->then);
-        body(c->otherwise);
-      }
-    }
-    for (size_t i = 0; i < b.size(); ++i)
-      if (auto replaced = split(b, i))
-        i = *replaced;
+  void body(Body &top) {
+    thir::forEachBodyInnermostFirst(top, [&](Body &b) {
+      for (size_t i = 0; i < b.size(); ++i)
+        if (auto replaced = split(b, i))
+          i = *replaced;
+    });
   }
 
 private:
-  static int maxVar(const Body &b) {
-    int m = -1;
-    for (const Stmt &s : b) {
-      if (auto *d = std::get_if<thir::DeclVar>(&s.op))
-        m = std::max(m, d->id);
-      else if (auto *f = std::get_if<thir::ForStmt>(&s.op))
-        m = std::max({m, f->var, maxVar(f->body)});
-      else if (auto *c = std::get_if<thir::IfStmt>(&s.op))
-        m = std::max({m, maxVar(c->then), maxVar(c->otherwise)});
-    }
-    return m;
-  }
-
   /// Splits the wgmma declared by b[i] if it qualifies; returns the index of the last statement
   /// that replaced it.
   std::optional<size_t> split(Body &b, size_t i) {
