@@ -80,6 +80,9 @@ Module everything() {
                     false, false, 1);
   Expr wgF8 = wgmma(var(3, {DType::Float32, 64}), {{desc, desc, 0}}, 128, DType::Float8E4M3, false,
                     false, false, 0, DType::Float8E5M2);
+  Expr wgClear = wgmma(var(3, {DType::Float32, 64}), {{desc, desc, 0}, {desc, desc, 0}}, 128,
+                       DType::Float16, false, false, false, 0, std::nullopt, {}, {},
+                       binary(BinOp::Lt, tid, constInt(64, DType::Int32)));
   Expr shared = binary(BinOp::Add, x, x); // x shared: printed once as a let
 
   Body loop = {
@@ -109,6 +112,8 @@ Module everything() {
       stmt(WgmmaWait{0, {0, 5}}),
       stmt(Barrier{1, 128}),
       stmt(AssignVar{3, wgF8}),
+      stmt(AssignVar{3, undef({DType::Float32, 64})}),
+      stmt(AssignVar{3, wgClear}),
   };
   Body then = {stmt(GlobalAtomic{1, idx, unary(UnOp::Exp, x)}),
                stmt(Printf{"tid %d \"x\"=%f\n\t\x01\xff", {tid, x}})};
@@ -163,6 +168,8 @@ TEST_CASE("a module using every node and statement verifies and round-trips") {
   CHECK(text.find("%alpha: float32,") != std::string::npos);
   CHECK(text.find("wgmma.m64n64k16.float16.a_mn_major.b_mn_major(") != std::string::npos);
   CHECK(text.find("wgmma.m64n128k32.float8_e4m3.float8_e5m2(") != std::string::npos);
+  CHECK(text.find("v3 = undef<float32x64>") != std::string::npos);
+  CHECK(text.find(", [clear if (threadIdx.x < 64:int32)], [acc 0: ") != std::string::npos);
   CHECK(text.find("ldmatrix.x4.trans(smem[") != std::string::npos);
   CHECK(text.find("nan(0x7ff8000000000007):float64") != std::string::npos);
   CHECK(text.find("-0.0") != std::string::npos);
