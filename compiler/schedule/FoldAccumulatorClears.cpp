@@ -213,7 +213,10 @@ private:
                              zeroAssignments(c->then, c->then.size(), *acc), *acc);
       const auto &lanes = std::get<thir::MakeVector>(w->acc->op).elems;
       const size_t tailEnd = i + 1 + lanes.size();
-      if (!zeros || !assignsLanes(b, i, decl->id, lanes) || readsAfter(b, tailEnd, decl->id))
+      // Branches of threads that synchronize by groups (warp specialization's roles) are not
+      // the unswitched mask's: the wgmma stays where it is.
+      if (!zeros || c->thenGroup || c->elseGroup || !assignsLanes(b, i, decl->id, lanes) ||
+          readsAfter(b, tailEnd, decl->id))
         return i;
       for (auto z = zeros->rbegin(); z != zeros->rend(); ++z)
         c->then.erase(c->then.begin() + static_cast<long>(*z));
