@@ -5,12 +5,14 @@
 // registers' last readers) and the tensor cores then add the product to them. wgmma's scale-d
 // operand does the clear itself: D = A*B, the old accumulators unread.
 //
-// Why this is safe: the zero assignments removed are the last writes of the accumulator
-// variables before the wgmma, which reads them where the clear does not hold only; nothing
-// between them and the wgmma reads those variables, and after it every one is overwritten (from
-// the wgmma's result) before anything reads it, so no other reader ever saw the zeros. Where
-// the zeros are one branch of an if (the unswitched loop's), the clear holds exactly on that
-// branch: its condition, computed once into a variable before the if, is the wgmma's.
+// Why this is safe: the zeros replaced (by undef, or dropped) are the last writes of the
+// accumulator variables before the wgmma, which no longer reads them; nothing between them and
+// the wgmma reads those variables, and after it every one is overwritten (from the wgmma's
+// result) before anything reads it, so no other reader ever saw the zeros. Where the zeros are
+// the then-branch of an if that computes registers only (the unswitched mask), the wgmma and
+// its lane assignments move into both branches, the then-branch's copy clearing; the
+// statements between the if and the wgmma (declarations, barriers, fences) then run before the
+// if, which is sound because they read nothing the if writes and the if touches no memory.
 #include "schedule/Schedule.h"
 #include "threadir/ThreadIRWalk.h"
 
@@ -63,10 +65,10 @@ bool isPositiveZero(const Expr &e, const Constants &consts) {
 }
 
 /// The accumulator variables of a wgmma whose accumulator is a vector of distinct variables
-/// and whose instructions write every lane.
+/// and whose instructions can clear it (thir::clearsWholeLanes).
 std::optional<std::set<int>> accumulatorVars(const thir::Wgmma &w) {
   auto *v = std::get_if<thir::MakeVector>(&w.acc->op);
-  if (!v || !thir::writesEveryLane(w.instrs, w.n, w.acc->type.lanes))
+  if (!v || !thir::clearsWholeLanes(w.instrs, w.n, w.acc->type.lanes))
     return std::nullopt;
   std::set<int> vars;
   for (const Expr &e : v->elems) {
@@ -112,6 +114,28 @@ bool assignsLanes(const Body &b, size_t i, int result, const std::vector<Expr> &
       return false;
   }
   return true;
+}
+
+/// Whether `b` holds only declarations and assignments (registers, no memory, no nesting).
+bool registersOnly(const Body &b) {
+  return std::all_of(b.begin(), b.end(), [](const Stmt &s) {
+    return std::holds_alternative<thir::DeclVar>(s.op) ||
+           std::holds_alternative<thir::AssignVar>(s.op);
+  });
+}
+
+/// Whether a statement of b[from, to) reads a variable that `c`'s branches assign.
+bool readsWhatIfAssigns(const Body &b, size_t from, size_t to, const thir::IfStmt &c) {
+  std::set<int> assigned;
+  for (const Body *branch : {&c.then, &c.otherwise})
+    for (const Stmt &s : *branch)
+      if (auto *a = std::get_if<thir::AssignVar>(&s.op))
+        assigned.insert(a->id);
+  for (size_t k = from; k < to; ++k)
+    for (int v : thir::varsRead(b[k]))
+      if (assigned.count(v))
+        return true;
+  return false;
 }
 
 /// Whether a statement of b[from ..] reads variable `id`.
@@ -215,8 +239,9 @@ private:
       const size_t tailEnd = i + 1 + lanes.size();
       // Branches of threads that synchronize by groups (warp specialization's roles) are not
       // the unswitched mask's: the wgmma stays where it is.
-      if (!zeros || c->thenGroup || c->elseGroup || !assignsLanes(b, i, decl->id, lanes) ||
-          readsAfter(b, tailEnd, decl->id))
+      if (!zeros || c->thenGroup || c->elseGroup || !registersOnly(c->then) ||
+          !registersOnly(c->otherwise) || readsWhatIfAssigns(b, j, i, *c) ||
+          !assignsLanes(b, i, decl->id, lanes) || readsAfter(b, tailEnd, decl->id))
         return i;
       for (auto z = zeros->rbegin(); z != zeros->rend(); ++z)
         c->then.erase(c->then.begin() + static_cast<long>(*z));

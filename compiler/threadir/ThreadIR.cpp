@@ -434,11 +434,17 @@ bool wgmmaTypes(DType a, DType b) {
   return a == b && (a == DType::Float16 || a == DType::BFloat16);
 }
 
-bool writesEveryLane(const std::vector<WgmmaInstr> &instrs, int n, int lanes) {
+bool clearsWholeLanes(const std::vector<WgmmaInstr> &instrs, int n, int lanes) {
   std::vector<bool> written(static_cast<size_t>(std::max(lanes, 0)));
-  for (const WgmmaInstr &i : instrs)
-    for (int l = std::max(i.accFirst, 0); l < i.accFirst + n / 2 && l < lanes; ++l)
+  for (const WgmmaInstr &i : instrs) {
+    int fresh = 0, old = 0;
+    for (int l = std::max(i.accFirst, 0); l < i.accFirst + n / 2 && l < lanes; ++l) {
+      (written[static_cast<size_t>(l)] ? old : fresh)++;
       written[static_cast<size_t>(l)] = true;
+    }
+    if (fresh && old)
+      return false;
+  }
   return std::all_of(written.begin(), written.end(), [](bool w) { return w; });
 }
 
@@ -470,8 +476,8 @@ Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, boo
       misuse("wgmma instruction operands");
   }
   Type t = acc->type;
-  if (clearAcc && !writesEveryLane(instrs, n, acc->type.lanes))
-    misuse("wgmma that clears its accumulators without writing every lane");
+  if (clearAcc && !clearsWholeLanes(instrs, n, acc->type.lanes))
+    misuse("wgmma that clears its accumulators without writing every lane, each only once new");
   return make(t,
               Wgmma{std::move(acc), std::move(clearAcc), std::move(instrs), n, inputType,
                     aInRegisters, aMnMajor, bMnMajor, pending, turn, bInputType, std::move(reads)});

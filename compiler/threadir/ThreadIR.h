@@ -512,8 +512,10 @@ bool hasFloat64(UnOp op);
 /// Whether wgmma takes A of type `a` and B of type `b`: both float16, both bfloat16, or both
 /// float8 (e4m3 and e5m2 in any combination).
 bool wgmmaTypes(DType a, DType b);
-/// Whether wgmma instructions of width n write every one of `lanes` accumulators.
-bool writesEveryLane(const std::vector<WgmmaInstr> &instrs, int n, int lanes);
+/// Whether wgmma instructions of width n can clear `lanes` accumulators: together they write
+/// every lane, and each writes only lanes no earlier one wrote (it clears them) or only lanes
+/// an earlier one wrote (it accumulates).
+bool clearsWholeLanes(const std::vector<WgmmaInstr> &instrs, int n, int lanes);
 
 /// Calls `f(const Expr &)` for each operand of `n`, in field order.
 template <class F> void forEachOperand(const Node &n, F &&f) {

@@ -652,8 +652,9 @@ private:
       error(&n, fmt::format("wgmma on {} typed {}", ts(w.acc->type), ts(n.type)));
     if (w.clearAcc) {
       requireType(&n, w.clearAcc, Type{DType::Bool, 1}, "a wgmma's clear condition");
-      if (!writesEveryLane(w.instrs, w.n, w.acc->type.lanes))
-        error(&n, "a wgmma that clears its accumulators must write every lane");
+      if (!clearsWholeLanes(w.instrs, w.n, w.acc->type.lanes))
+        error(&n, "a wgmma that clears its accumulators must write every lane, each instruction "
+                  "only lanes no earlier one wrote or only lanes an earlier one wrote");
     }
     for (const SmemRegion &r : w.reads)
       requireRegion(&n, r, nullptr, 0);
