@@ -14,8 +14,6 @@ namespace {
 
 using analysis::FragmentLayout;
 
-thir::Expr add(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Add, a, b); }
-thir::Expr mul(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::Mul, a, i32(b)); }
 thir::Expr div(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::FloorDiv, a, i32(b)); }
 thir::Expr mod(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::Mod, a, i32(b)); }
 

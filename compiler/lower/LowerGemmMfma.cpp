@@ -7,13 +7,6 @@
 
 namespace tilec::lower::detail {
 
-namespace {
-
-thir::Expr add(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Add, a, b); }
-thir::Expr mul(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::Mul, a, i32(b)); }
-
-} // namespace
-
 void KernelLowering::lowerGemmMfma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out) {
   const tile::BufferPtr &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
   if (!fullBuffer(g.a) || !fullBuffer(g.b) || !fullBuffer(g.c)) {

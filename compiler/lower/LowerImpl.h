@@ -58,6 +58,17 @@ struct Access {
 void collectAccesses(const tile::Expr &e, std::vector<Access> &out);
 
 inline thir::Expr i32(int64_t v) { return thir::constInt(v, DType::Int32); }
+// Int32 index arithmetic on thread-IR expressions.
+inline thir::Expr add(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Add, a, b); }
+inline thir::Expr sub(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Sub, a, b); }
+inline thir::Expr mul(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::Mul, a, i32(b)); }
+/// C division and remainder, for operands that are never negative (loop counters).
+inline thir::Expr quot(thir::Expr a, int64_t b) {
+  return thir::binary(thir::BinOp::Div, a, i32(b));
+}
+inline thir::Expr rem(thir::Expr a, int64_t b) { return sub(a, mul(quot(a, b), b)); }
+inline thir::Expr lt(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Lt, a, b); }
+inline thir::Expr eq(thir::Expr a, thir::Expr b) { return thir::binary(thir::BinOp::Eq, a, b); }
 /// `for var in range(0, n, 1)` over Int32, with an empty body.
 inline thir::ForStmt countingLoop(int var, thir::Expr n) {
   thir::ForStmt loop;
