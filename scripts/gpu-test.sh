@@ -10,7 +10,10 @@
 #                               SANITIZER=racecheck (or memcheck, synccheck) runs each under
 #                               compute-sanitizer and fails on anything it reports;
 #                               TILEC_GPU_ONLY=TEXT runs only the cases whose name contains
-#                               it (attention_gpu), e.g. mla_split64
+#                               it (attention_gpu), e.g. mla_split64; TIMEOUT_EACH=SECONDS
+#                               stops a program that runs longer and goes on with the next.
+#                               The log ends with a summary, one line per program: ok, failed
+#                               (with its exit status) or timed out
 #
 # Each program checks exactness against a CPU reference on fresh random inputs with a poisoned
 # output, and times itself next to a device-to-device copy measured in the same run.
@@ -154,21 +157,37 @@ run)
     echo "# tilec GPU tests, $(date -u +%Y-%m-%dT%H:%MZ), $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo 'nvidia-smi unavailable')"
     echo "# commit $(cat "$gpu/COMMIT" 2>/dev/null || echo unknown)"
     shift
+    limit=()
+    [ -n "${TIMEOUT_EACH:-}" ] && limit=(timeout "$TIMEOUT_EACH")
+    summary=()
     for t in "$gpu"/bin/*; do
       if [ $# -gt 0 ] && [[ " $* " != *" $(basename "$t") "* ]]; then
         continue
       fi
       echo "## $(basename "$t")"
+      rc=0
       if [ -n "${SANITIZER:-}" ]; then
         # e.g. SANITIZER=racecheck: shared-memory hazards between threads (the barriers
         # insert-barriers placed), reported as errors.
         extra=()
         [ "$SANITIZER" = racecheck ] && extra=(--racecheck-report hazard)
-        compute-sanitizer --tool "$SANITIZER" "${extra[@]}" --error-exitcode 9 "$t" || status=1
+        ${limit[@]+"${limit[@]}"} compute-sanitizer --tool "$SANITIZER" "${extra[@]}" \
+          --error-exitcode 9 "$t" || rc=$?
       else
-        "$t" || status=1
+        ${limit[@]+"${limit[@]}"} "$t" || rc=$?
+      fi
+      if [ $rc -eq 0 ]; then
+        summary+=("$(basename "$t"): ok")
+      elif [ $rc -eq 124 ] && [ ${#limit[@]} -gt 0 ]; then
+        summary+=("$(basename "$t"): timed out after ${TIMEOUT_EACH} s")
+        status=1
+      else
+        summary+=("$(basename "$t"): FAILED (exit status $rc)")
+        status=1
       fi
     done
+    echo "## summary"
+    printf '%s\n' ${summary[@]+"${summary[@]}"}
     exit $status
   } 2>&1 | tee "$log"
   ;;
