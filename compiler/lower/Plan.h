@@ -207,5 +207,8 @@ void planShared(const tile::Program &p, const target::TargetInfo &t, ProgramPlan
 
 /// Human-readable form of what the planning passes recorded so far, for --dump-after.
 std::string printPlan(const tile::Program &p, const ProgramPlan &plan);
+/// One pipelined loop of `printPlan`'s text, without the "pipeline: " in front (also the layout
+/// report's `summary` of the loop).
+std::string describePipeline(const tile::Kernel &k, const KernelPlan &kp, const PipelinePlan &p);
 
 } // namespace tilec::lower

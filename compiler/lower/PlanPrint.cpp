@@ -19,6 +19,58 @@ std::string bufferName(const tile::Kernel &k, int id) {
 
 std::string at(const tile::Stmt &s) { return fmt::format("{}:{}", s.loc.line, s.loc.col); }
 
+} // namespace
+
+std::string describePipeline(const tile::Kernel &k, const KernelPlan &kp, const PipelinePlan &p) {
+  std::string out = fmt::format("{} stages, copies issued ahead at", p.stages);
+  for (const tile::Stmt *c : p.copies)
+    out += " " + at(*c);
+  if (!p.lets.empty()) {
+    out += ", re-running the lets at";
+    for (const tile::Stmt *l : p.lets)
+      out += " " + at(*l);
+  }
+  if (p.warpSpecialized)
+    out += fmt::format(", warp-specialized (TMA producer warpgroup, mbarriers at byte {}){}{}{}",
+                       p.barrierOffset, p.gemmInFlight ? ", gemm in flight" : "",
+                       p.turns      ? ", consumer warpgroups in ping-pong"
+                       : p.pingPong ? ", consumer warpgroups fit for ping-pong (--ping-pong)"
+                                    : "",
+                       p.itersPerSlot > 1 ? fmt::format(", {} iterations per slot", p.itersPerSlot)
+                                          : "");
+  if (p.tileGroups > 1)
+    out += fmt::format(", {} consumer groups of {} threads on alternate tiles (--ping-pong-tiles)",
+                       p.tileGroups, kp.tileThreads);
+  if (p.overlap) {
+    out += ", the previous iteration's";
+    for (const tile::Stmt *r : p.overlap->rotated)
+      out += " " + at(*r);
+    out += fmt::format(" issued after gemm {}, waited for {}", at(*p.overlap->issueAfter),
+                       p.overlap->waitBefore ? "before " + at(*p.overlap->waitBefore)
+                                            : std::string("at the end"));
+    if (!p.overlap->lateCopies.empty()) {
+      out += ", a ring of its own for";
+      for (const tile::Stmt *c : p.overlap->lateCopies)
+        out += " " + at(*c);
+    }
+  }
+  if (!p.producedOperands.empty()) {
+    out += ", operands computed in the loop in two versions:";
+    for (int id : p.producedOperands)
+      out += " " + bufferName(k, id);
+  }
+  if (!p.consumerPrologue.empty()) {
+    out += p.producerLoadsPrologue() ? ", the producer first loads" : ", consumers first run";
+    for (const tile::Stmt *c : p.consumerPrologue)
+      out += " " + at(*c);
+    if (p.producerLoadsPrologue())
+      out += fmt::format(" (mbarrier at {})", p.prologueBarrier());
+  }
+  return out;
+}
+
+namespace {
+
 void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) {
   out += fmt::format("plan {}:\n", k.name);
   for (const auto &[id, l] : kp.fragments)
@@ -29,54 +81,8 @@ void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) 
   std::sort(loops.begin(), loops.end(), [](const PipelinePlan *a, const PipelinePlan *b) {
     return sourcePosition(*a) < sourcePosition(*b);
   });
-  for (const PipelinePlan *p : loops) {
-    out += fmt::format("  pipeline: {} stages, copies issued ahead at", p->stages);
-    for (const tile::Stmt *c : p->copies)
-      out += " " + at(*c);
-    if (!p->lets.empty()) {
-      out += ", re-running the lets at";
-      for (const tile::Stmt *l : p->lets)
-        out += " " + at(*l);
-    }
-    if (p->warpSpecialized)
-      out += fmt::format(
-          ", warp-specialized (TMA producer warpgroup, mbarriers at byte {}){}{}{}",
-          p->barrierOffset, p->gemmInFlight ? ", gemm in flight" : "",
-          p->turns      ? ", consumer warpgroups in ping-pong"
-          : p->pingPong ? ", consumer warpgroups fit for ping-pong (--ping-pong)"
-                        : "",
-          p->itersPerSlot > 1 ? fmt::format(", {} iterations per slot", p->itersPerSlot) : "");
-    if (p->tileGroups > 1)
-      out +=
-          fmt::format(", {} consumer groups of {} threads on alternate tiles (--ping-pong-tiles)",
-                      p->tileGroups, kp.tileThreads);
-    if (p->overlap) {
-      out += ", the previous iteration's";
-      for (const tile::Stmt *r : p->overlap->rotated)
-        out += " " + at(*r);
-      out += fmt::format(" issued after gemm {}, waited for {}", at(*p->overlap->issueAfter),
-                         p->overlap->waitBefore ? "before " + at(*p->overlap->waitBefore)
-                                                : std::string("at the end"));
-      if (!p->overlap->lateCopies.empty()) {
-        out += ", a ring of its own for";
-        for (const tile::Stmt *c : p->overlap->lateCopies)
-          out += " " + at(*c);
-      }
-    }
-    if (!p->producedOperands.empty()) {
-      out += ", operands computed in the loop in two versions:";
-      for (int id : p->producedOperands)
-        out += " " + bufferName(k, id);
-    }
-    if (!p->consumerPrologue.empty()) {
-      out += p->producerLoadsPrologue() ? ", the producer first loads" : ", consumers first run";
-      for (const tile::Stmt *c : p->consumerPrologue)
-        out += " " + at(*c);
-      if (p->producerLoadsPrologue())
-        out += fmt::format(" (mbarrier at {})", p->prologueBarrier());
-    }
-    out += "\n";
-  }
+  for (const PipelinePlan *p : loops)
+    out += "  pipeline: " + describePipeline(k, kp, *p) + "\n";
   for (const auto &[id, sp] : kp.shared)
     out += fmt::format("  shared {}: offset {}, {} bytes x {} version{}, {}\n", bufferName(k, id),
                        sp.offset, sp.layout.bytes(), sp.versions, sp.versions == 1 ? "" : "s",
