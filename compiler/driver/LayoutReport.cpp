@@ -180,6 +180,36 @@ std::string layoutReport(const tile::Program &p, const lower::Lowered &low,
                        {"vector_reason", r.layout.reason}});
     }
     kj["parallel_loops"] = loops;
+    ordered_json pipelines = ordered_json::array();
+    for (const lower::PipelineRecord &r : low.pipelines) {
+      if (r.kernel != k.name)
+        continue;
+      auto at = [](SourceLoc l) { return ordered_json{{"line", l.line}, {"col", l.col}}; };
+      ordered_json copies = ordered_json::array();
+      for (const lower::PipelineRecord::Copy &c : r.copies)
+        copies.push_back({{"line", c.loc.line}, {"col", c.loc.col}, {"buffer", c.buffer}});
+      ordered_json overlap = nullptr;
+      if (r.overlap) {
+        ordered_json rotated = ordered_json::array();
+        for (SourceLoc l : r.overlap->rotated)
+          rotated.push_back(at(l));
+        overlap = {{"rotated", rotated},
+                   {"issued_after", at(r.overlap->issuedAfter)},
+                   {"waited_before",
+                    r.overlap->waitedBefore ? at(*r.overlap->waitedBefore) : ordered_json()}};
+      }
+      pipelines.push_back({{"line", r.loc.line},
+                           {"col", r.loc.col},
+                           {"stages", r.stages},
+                           {"schedule", r.warpSpecialized ? "warp_specialized" : "cp_async"},
+                           {"copies", copies},
+                           {"gemm_in_flight", r.gemmInFlight},
+                           {"consumer_turns", r.turns},
+                           {"persistent", r.persistent},
+                           {"overlap", overlap},
+                           {"summary", r.summary}});
+    }
+    kj["pipelines"] = pipelines;
     report["kernels"].push_back(kj);
   }
   return report.dump(2) + "\n";

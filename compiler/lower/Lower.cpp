@@ -730,6 +730,7 @@ std::optional<Lowered> lowerToThreadIR(const tile::Program &p, const ProgramPlan
       result.parallelLoops.push_back({k.name, loc, layout});
     for (auto &[id, layout] : kl.fragmentLayouts_)
       result.fragments.push_back({k.name, id, layout});
+    recordPipelines(k, plan.kernels.at(i), opts, result.pipelines);
   }
   if (!ok)
     return std::nullopt;

@@ -48,8 +48,36 @@ struct SharedRecord {
   SharedPlacement placement;
 };
 
+/// A loop the planning passes pipelined, as lowering ran it, for the layout report.
+struct PipelineRecord {
+  std::string kernel;
+  SourceLoc loc; // the `for ... in Pipelined(...)` statement
+  int stages = 1;
+  bool warpSpecialized = false, gemmInFlight = false, turns = false, persistent = false;
+  struct Copy {
+    SourceLoc loc;
+    std::string buffer; // the shared buffer it fills
+  };
+  std::vector<Copy> copies;
+  /// FlashAttention-3's overlap (PipelinePlan::GemmOverlap): the statements of the previous
+  /// iteration issued after `issuedAfter`, waited for before `waitedBefore` (or at the end).
+  struct Overlap {
+    std::vector<SourceLoc> rotated;
+    SourceLoc issuedAfter;
+    std::optional<SourceLoc> waitedBefore;
+  };
+  std::optional<Overlap> overlap;
+  std::string summary; // describePipeline's text
+};
+
+/// Kernel `k`'s pipelined loops in source order, as `kp` planned them and lowering under
+/// `opts` runs them (PlanPrint.cpp).
+void recordPipelines(const tile::Kernel &k, const KernelPlan &kp, const Options &opts,
+                     std::vector<PipelineRecord> &out);
+
 struct Lowered {
   thir::Module module;
+  std::vector<PipelineRecord> pipelines;
   std::vector<ParallelLoopRecord> parallelLoops;
   std::vector<FragmentRecord> fragments;
   std::vector<SharedRecord> shared;

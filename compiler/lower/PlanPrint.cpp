@@ -1,5 +1,7 @@
-// printPlan: what the planning passes recorded, for --dump-after and lit tests. Everything is
-// printed in program order (buffer ids, source positions), never in pointer order.
+// printPlan: what the planning passes recorded, for --dump-after and lit tests; recordPipelines:
+// the pipelined loops for the layout report. Everything is in program order (buffer ids, source
+// positions), never in pointer order.
+#include "lower/Lower.h"
 #include "lower/Plan.h"
 
 #include <fmt/format.h>
@@ -18,6 +20,24 @@ std::string bufferName(const tile::Kernel &k, int id) {
 }
 
 std::string at(const tile::Stmt &s) { return fmt::format("{}:{}", s.loc.line, s.loc.col); }
+
+/// The statement holding loop `f`, searched through the bodies of `body`.
+const tile::Stmt *loopStatement(const tile::Body &body, const tile::For *f) {
+  for (const tile::Stmt &st : body) {
+    if (auto *loop = std::get_if<tile::For>(&st.op)) {
+      if (loop == f)
+        return &st;
+      if (const tile::Stmt *inner = loopStatement(loop->body, f))
+        return inner;
+    } else if (auto *i = std::get_if<tile::If>(&st.op)) {
+      if (const tile::Stmt *inner = loopStatement(i->then, f))
+        return inner;
+      if (const tile::Stmt *inner = loopStatement(i->otherwise, f))
+        return inner;
+    }
+  }
+  return nullptr;
+}
 
 } // namespace
 
@@ -47,7 +67,7 @@ std::string describePipeline(const tile::Kernel &k, const KernelPlan &kp, const 
       out += " " + at(*r);
     out += fmt::format(" issued after gemm {}, waited for {}", at(*p.overlap->issueAfter),
                        p.overlap->waitBefore ? "before " + at(*p.overlap->waitBefore)
-                                            : std::string("at the end"));
+                                             : std::string("at the end"));
     if (!p.overlap->lateCopies.empty()) {
       out += ", a ring of its own for";
       for (const tile::Stmt *c : p.overlap->lateCopies)
@@ -98,6 +118,40 @@ std::string printPlan(const tile::Program &p, const ProgramPlan &plan) {
   for (size_t i = 0; i < p.kernels.size() && i < plan.kernels.size(); ++i)
     printKernel(p.kernels[i], plan.kernels[i], out);
   return out;
+}
+
+void recordPipelines(const tile::Kernel &k, const KernelPlan &kp, const Options &opts,
+                     std::vector<PipelineRecord> &out) {
+  std::vector<std::pair<const tile::For *, const PipelinePlan *>> loops;
+  for (const auto &[loop, p] : kp.pipelines)
+    loops.emplace_back(loop, &p);
+  std::sort(loops.begin(), loops.end(), [](const auto &a, const auto &b) {
+    return sourcePosition(*a.second) < sourcePosition(*b.second);
+  });
+  for (const auto &[loop, p] : loops) {
+    PipelineRecord r;
+    r.kernel = k.name;
+    const tile::Stmt *st = loopStatement(k.body, loop);
+    r.loc = st ? st->loc : p->copies.front()->loc;
+    r.stages = p->stages;
+    r.warpSpecialized = p->warpSpecialized;
+    r.gemmInFlight = p->gemmInFlight;
+    r.turns = p->turns;
+    r.persistent = walksTiles(*p, opts.persistence);
+    for (const tile::Stmt *c : p->copies)
+      r.copies.push_back({c->loc, std::get<tile::Copy>(c->op).dst.buffer->name});
+    if (p->overlap) {
+      PipelineRecord::Overlap o;
+      for (const tile::Stmt *s : p->overlap->rotated)
+        o.rotated.push_back(s->loc);
+      o.issuedAfter = p->overlap->issueAfter->loc;
+      if (p->overlap->waitBefore)
+        o.waitedBefore = p->overlap->waitBefore->loc;
+      r.overlap = std::move(o);
+    }
+    r.summary = describePipeline(k, kp, *p);
+    out.push_back(std::move(r));
+  }
 }
 
 } // namespace tilec::lower

@@ -11,7 +11,7 @@ import json
 import re
 import sys
 
-TYPES = {"object": dict, "array": list, "string": str, "boolean": bool}
+TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "null": type(None)}
 
 
 def is_type(value, name):
