@@ -185,9 +185,13 @@ std::string layoutReport(const tile::Program &p, const lower::Lowered &low,
       if (r.kernel != k.name)
         continue;
       auto at = [](SourceLoc l) { return ordered_json{{"line", l.line}, {"col", l.col}}; };
-      ordered_json copies = ordered_json::array();
+      ordered_json copies = ordered_json::array(), notAhead = ordered_json::array();
       for (const lower::PipelineRecord::Copy &c : r.copies)
         copies.push_back({{"line", c.loc.line}, {"col", c.loc.col}, {"buffer", c.buffer}});
+      for (const lower::PipelineRecord::Copy &c : r.copiesNotAhead)
+        notAhead.push_back(
+            {{"line", c.loc.line}, {"col", c.loc.col}, {"buffer", c.buffer}, {"reason", c.reason}});
+      using Schedule = lower::PipelineRecord::Schedule;
       ordered_json overlap = nullptr;
       if (r.overlap) {
         ordered_json rotated = ordered_json::array();
@@ -200,9 +204,14 @@ std::string layoutReport(const tile::Program &p, const lower::Lowered &low,
       }
       pipelines.push_back({{"line", r.loc.line},
                            {"col", r.loc.col},
+                           {"requested_stages", r.requestedStages},
                            {"stages", r.stages},
-                           {"schedule", r.warpSpecialized ? "warp_specialized" : "cp_async"},
+                           {"schedule", r.schedule == Schedule::WarpSpecialized ? "warp_specialized"
+                                        : r.schedule == Schedule::CpAsync       ? "cp_async"
+                                                                                : "none"},
+                           {"reason", r.reason.empty() ? ordered_json() : ordered_json(r.reason)},
                            {"copies", copies},
+                           {"copies_not_ahead", notAhead},
                            {"gemm_in_flight", r.gemmInFlight},
                            {"consumer_turns", r.turns},
                            {"persistent", r.persistent},

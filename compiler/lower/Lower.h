@@ -52,13 +52,17 @@ struct SharedRecord {
 struct PipelineRecord {
   std::string kernel;
   SourceLoc loc; // the `for ... in Pipelined(...)` statement
-  int stages = 1;
-  bool warpSpecialized = false, gemmInFlight = false, turns = false, persistent = false;
+  int requestedStages = 1, stages = 1;
+  enum class Schedule { WarpSpecialized, CpAsync, None } schedule = Schedule::None;
+  /// Why the loop runs without a pipeline (None), or without warp specialization (CpAsync).
+  std::string reason;
+  bool gemmInFlight = false, turns = false, persistent = false;
   struct Copy {
     SourceLoc loc;
     std::string buffer; // the shared buffer it fills
+    std::string reason; // copiesNotAhead: why it is not issued ahead
   };
-  std::vector<Copy> copies;
+  std::vector<Copy> copies, copiesNotAhead;
   /// FlashAttention-3's overlap (PipelinePlan::GemmOverlap): the statements of the previous
   /// iteration issued after `issuedAfter`, waited for before `waitedBefore` (or at the end).
   struct Overlap {

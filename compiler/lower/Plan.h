@@ -30,6 +30,13 @@ struct TmaDims {
 /// (cp.async), each copied buffer in `stages` versions used round-robin.
 struct PipelinePlan {
   int stages = 1;
+  /// The loop's statement, and the stages its `num_stages` asked for (plan-shared may fit fewer).
+  const tile::Stmt *loop = nullptr;
+  int requestedStages = 1;
+  /// Why the loop is not warp-specialized (empty when it is), for the layout report.
+  std::string notSpecialized;
+  /// The body's copies from global into shared memory that are not issued ahead, and why.
+  std::vector<std::pair<const tile::Stmt *, std::string>> copiesNotAhead;
   std::vector<const tile::Stmt *> lets;   // top-level Lets the copies read, re-run per issue
   std::vector<const tile::Stmt *> copies; // the copies issued ahead
   /// TMA targets (sm_90a): the copies are issued by a producer warpgroup that the kernel gains
@@ -143,6 +150,15 @@ struct KernelPlan {
   /// when the versions do not fit), and the versions of each shared buffer they fill (a buffer
   /// two loops fill has the versions of the deeper one).
   std::map<const tile::For *, PipelinePlan> pipelines;
+  /// Pipelined loops (num_stages >= 2) that run without a pipeline, and why: from
+  /// plan-pipelines, or plan-shared when their versions did not fit. For the layout report.
+  struct Unpipelined {
+    const tile::Stmt *loop = nullptr;
+    int requestedStages = 1;
+    std::string reason;
+    std::vector<std::pair<const tile::Stmt *, std::string>> copiesNotAhead;
+  };
+  std::vector<Unpipelined> unpipelined;
   std::map<int, int> stagesOf;
   /// plan-shared: every alloc_shared buffer's place, and the first byte after them (16-byte
   /// aligned), where lowering's scratch space begins.

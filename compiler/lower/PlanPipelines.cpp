@@ -12,6 +12,8 @@
 #include "lower/Refs.h"
 #include "tileir/OpInterface.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
 #include <set>
@@ -457,17 +459,36 @@ bool layOutForGroups(const tile::Kernel &k, const target::TargetInfo &t, KernelP
 }
 
 /// Warp specialization (PipelinePlan::warpSpecialized) for the loop `s` of kernel `k`.
-void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
-                const target::TargetInfo &t, const PlanOptions &opts, KernelPlan &kp,
-                PipelinePlan &plan) {
-  if (!t.hasTma || !t.hasWgmma || k.threads % kProducerThreads != 0 ||
-      k.threads + kProducerThreads > t.maxThreadsPerBlock)
-    return;
+/// Makes `plan` warp-specialized where the loop allows it; otherwise returns why not.
+std::string specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
+                       const target::TargetInfo &t, const PlanOptions &opts, KernelPlan &kp,
+                       PipelinePlan &plan) {
+  if (!t.hasTma || !t.hasWgmma)
+    return fmt::format("{} has no TMA and wgmma", t.arch);
+  if (k.threads % kProducerThreads != 0 || k.threads + kProducerThreads > t.maxThreadsPerBlock)
+    return fmt::format("a producer warpgroup needs the block's {} threads to be whole "
+                       "warpgroups and {} more to fit in a block",
+                       k.threads, kProducerThreads);
+  int gemms = 0, others = 0;
+  for (const tile::Stmt &st : f.body) {
+    if (std::find(plan.copies.begin(), plan.copies.end(), &st) != plan.copies.end() ||
+        std::find(plan.lets.begin(), plan.lets.end(), &st) != plan.lets.end())
+      continue;
+    (std::holds_alternative<tile::Gemm>(st.op) ? gemms : others)++;
+  }
+  // A loop without a gemm is bound by memory: cp.async in every thread keeps as many loads in
+  // flight without a producer warpgroup's threads and registers, and more blocks fit an SM
+  // (measured: a two-pass RMSNorm ran at 28-43% of the copy bandwidth warp-specialized).
+  if (gemms == 0)
+    return "the loop has no gemm: cp.async in every thread keeps as many loads in flight";
   std::vector<TmaDims> tmaDims;
   for (const tile::Stmt *c : plan.copies) {
     auto dims = tmaCopyable(std::get<tile::Copy>(c->op));
     if (!dims)
-      return;
+      return fmt::format("TMA cannot write the copy at {}:{} (a tensor of 2-5 dimensions whose "
+                         "tile keeps two, the innermost one last, into a whole 2-D shared buffer "
+                         "of the same dtype in a layout TMA writes)",
+                         c->loc.line, c->loc.col);
     tmaDims.push_back(*dims);
   }
   // The loop is a statement of the kernel's body. Before it come value bindings and cleared
@@ -488,30 +509,22 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
     if (runsInEveryThread(st)) {
       for (int v : r.assignedVars)
         if (readByConsumers.count(v))
-          return;
+          return fmt::format("the statement at {}:{} before the loop rebinds what a copy "
+                             "before it reads",
+                             st.loc.line, st.loc.col);
       continue;
     }
     auto *c = std::get_if<tile::Copy>(&st.op);
     if (!c || c->src.buffer->scope != tile::Scope::Global ||
         c->dst.buffer->scope != tile::Scope::Shared || ring.count(c->dst.buffer->id))
-      return;
+      return fmt::format("the statement at {}:{} before the loop is neither a value binding, a "
+                         "cleared register nor a copy into a shared buffer the loop does not fill",
+                         st.loc.line, st.loc.col);
     consumerPrologue.push_back(&st);
     readByConsumers.insert(r.vars.begin(), r.vars.end());
   }
   if (!found)
-    return;
-  int gemms = 0, others = 0;
-  for (const tile::Stmt &st : f.body) {
-    if (std::find(plan.copies.begin(), plan.copies.end(), &st) != plan.copies.end() ||
-        std::find(plan.lets.begin(), plan.lets.end(), &st) != plan.lets.end())
-      continue;
-    (std::holds_alternative<tile::Gemm>(st.op) ? gemms : others)++;
-  }
-  // A loop without a gemm is bound by memory: cp.async in every thread keeps as many loads in
-  // flight without a producer warpgroup's threads and registers, and more blocks fit an SM
-  // (measured: a two-pass RMSNorm ran at 28-43% of the copy bandwidth warp-specialized).
-  if (gemms == 0)
-    return;
+    return "the loop is inside another statement, not a statement of the kernel's body";
   plan.warpSpecialized = true;
   plan.tmaDims = std::move(tmaDims);
   plan.consumerPrologue = std::move(consumerPrologue);
@@ -561,6 +574,7 @@ void specialize(const tile::Kernel &k, const tile::Stmt &s, const tile::For &f,
     if (groups > 1 && layOutForGroups(k, t, kp))
       plan.tileGroups = groups;
   }
+  return "";
 }
 
 void planLoops(const tile::Kernel &k, const tile::Body &body, const target::TargetInfo &t,
@@ -580,8 +594,11 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, const target::Targ
     if (f->kind != tile::LoopKind::Pipelined || f->numStages < 2 || f->step)
       continue;
     // Without asynchronous copies (AMD) a pipelined loop runs as a serial one.
-    if (!t.hasCpAsync)
+    if (!t.hasCpAsync) {
+      kp.unpipelined.push_back(
+          {&s, f->numStages, fmt::format("{} has no asynchronous copies", t.arch), {}});
       continue;
+    }
     // What the body changes, and what the rest of the kernel refers to.
     Refs inLoop;
     inLoop.body(f->body);
@@ -615,7 +632,8 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, const target::Targ
       return true;
     };
     PipelinePlan plan;
-    plan.stages = f->numStages;
+    plan.stages = plan.requestedStages = f->numStages;
+    plan.loop = &s;
     std::set<int> letVars;
     std::map<int, int> assignments;
     std::function<void(const tile::Body &)> countLets = [&](const tile::Body &b) {
@@ -643,8 +661,14 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, const target::Targ
       }
       auto *c = std::get_if<tile::Copy>(&st.op);
       if (!c || c->src.buffer->scope != tile::Scope::Global ||
-          c->dst.buffer->scope != tile::Scope::Shared || !c->dst.whole())
+          c->dst.buffer->scope != tile::Scope::Shared)
         continue;
+      const std::string &name = c->dst.buffer->name;
+      if (!c->dst.whole()) {
+        plan.copiesNotAhead.emplace_back(
+            &st, fmt::format("it fills part of '{}': only whole shared buffers are", name));
+        continue;
+      }
       int dst = c->dst.buffer->id;
       Refs r;
       r.stmt(st);
@@ -660,14 +684,27 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, const target::Targ
       for (int b : r.buffers)
         readsChanging = readsChanging || (b != dst && inLoop.writtenBuffers.count(b));
       bool reused = outside.buffers.count(dst) > 0;
-      if ((reused && !deadOutside(k.body, s, dst)) || writers != 1 || readsChanging ||
-          !isStable(r.vars, letVars))
+      std::string why =
+          reused && !deadOutside(k.body, s, dst)
+              ? fmt::format("'{}' is used after the loop while the copy would fill it", name)
+          : writers != 1               ? fmt::format("the body writes '{}' elsewhere too", name)
+          : readsChanging              ? "it reads a buffer the body writes"
+          : !isStable(r.vars, letVars) ? "its indices read a variable the body changes"
+                                       : std::string();
+      if (!why.empty()) {
+        plan.copiesNotAhead.emplace_back(&st, std::move(why));
         continue;
+      }
       plan.reusesBuffers = plan.reusesBuffers || reused;
       plan.copies.push_back(&st);
     }
-    if (plan.copies.empty())
+    if (plan.copies.empty()) {
+      kp.unpipelined.push_back({&s, f->numStages,
+                                "no copy from a global tensor into a shared buffer in its body can "
+                                "be issued ahead",
+                                std::move(plan.copiesNotAhead)});
       continue;
+    }
     // Only the lets the copies need.
     Refs needed;
     for (const tile::Stmt *c : plan.copies)
@@ -684,8 +721,8 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, const target::Targ
     plan.lets = std::move(lets);
     bool specializedAlready = std::any_of(kp.pipelines.begin(), kp.pipelines.end(),
                                           [](const auto &p) { return p.second.warpSpecialized; });
-    if (!specializedAlready)
-      specialize(k, s, *f, t, opts, kp, plan);
+    plan.notSpecialized = specializedAlready ? "another loop of the kernel is warp-specialized"
+                                             : specialize(k, s, *f, t, opts, kp, plan);
     kp.pipelines[f] = std::move(plan);
     countVersions(kp);
   }

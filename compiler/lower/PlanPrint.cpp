@@ -21,24 +21,6 @@ std::string bufferName(const tile::Kernel &k, int id) {
 
 std::string at(const tile::Stmt &s) { return fmt::format("{}:{}", s.loc.line, s.loc.col); }
 
-/// The statement holding loop `f`, searched through the bodies of `body`.
-const tile::Stmt *loopStatement(const tile::Body &body, const tile::For *f) {
-  for (const tile::Stmt &st : body) {
-    if (auto *loop = std::get_if<tile::For>(&st.op)) {
-      if (loop == f)
-        return &st;
-      if (const tile::Stmt *inner = loopStatement(loop->body, f))
-        return inner;
-    } else if (auto *i = std::get_if<tile::If>(&st.op)) {
-      if (const tile::Stmt *inner = loopStatement(i->then, f))
-        return inner;
-      if (const tile::Stmt *inner = loopStatement(i->otherwise, f))
-        return inner;
-    }
-  }
-  return nullptr;
-}
-
 } // namespace
 
 std::string describePipeline(const tile::Kernel &k, const KernelPlan &kp, const PipelinePlan &p) {
@@ -122,36 +104,55 @@ std::string printPlan(const tile::Program &p, const ProgramPlan &plan) {
 
 void recordPipelines(const tile::Kernel &k, const KernelPlan &kp, const Options &opts,
                      std::vector<PipelineRecord> &out) {
-  std::vector<std::pair<const tile::For *, const PipelinePlan *>> loops;
-  for (const auto &[loop, p] : kp.pipelines)
-    loops.emplace_back(loop, &p);
-  std::sort(loops.begin(), loops.end(), [](const auto &a, const auto &b) {
-    return sourcePosition(*a.second) < sourcePosition(*b.second);
-  });
-  for (const auto &[loop, p] : loops) {
+  auto notAhead = [](const std::vector<std::pair<const tile::Stmt *, std::string>> &copies) {
+    std::vector<PipelineRecord::Copy> r;
+    for (const auto &[c, why] : copies)
+      r.push_back({c->loc, std::get<tile::Copy>(c->op).dst.buffer->name, why});
+    return r;
+  };
+  std::vector<PipelineRecord> records;
+  for (const auto &[loop, p] : kp.pipelines) {
     PipelineRecord r;
     r.kernel = k.name;
-    const tile::Stmt *st = loopStatement(k.body, loop);
-    r.loc = st ? st->loc : p->copies.front()->loc;
-    r.stages = p->stages;
-    r.warpSpecialized = p->warpSpecialized;
-    r.gemmInFlight = p->gemmInFlight;
-    r.turns = p->turns;
-    r.persistent = walksTiles(*p, opts.persistence);
-    for (const tile::Stmt *c : p->copies)
-      r.copies.push_back({c->loc, std::get<tile::Copy>(c->op).dst.buffer->name});
-    if (p->overlap) {
+    r.loc = p.loop->loc;
+    r.requestedStages = p.requestedStages;
+    r.stages = p.stages;
+    r.schedule = p.warpSpecialized ? PipelineRecord::Schedule::WarpSpecialized
+                                   : PipelineRecord::Schedule::CpAsync;
+    r.reason = p.notSpecialized;
+    r.gemmInFlight = p.gemmInFlight;
+    r.turns = p.turns;
+    r.persistent = walksTiles(p, opts.persistence);
+    for (const tile::Stmt *c : p.copies)
+      r.copies.push_back({c->loc, std::get<tile::Copy>(c->op).dst.buffer->name, ""});
+    r.copiesNotAhead = notAhead(p.copiesNotAhead);
+    if (p.overlap) {
       PipelineRecord::Overlap o;
-      for (const tile::Stmt *s : p->overlap->rotated)
+      for (const tile::Stmt *s : p.overlap->rotated)
         o.rotated.push_back(s->loc);
-      o.issuedAfter = p->overlap->issueAfter->loc;
-      if (p->overlap->waitBefore)
-        o.waitedBefore = p->overlap->waitBefore->loc;
+      o.issuedAfter = p.overlap->issueAfter->loc;
+      if (p.overlap->waitBefore)
+        o.waitedBefore = p.overlap->waitBefore->loc;
       r.overlap = std::move(o);
     }
-    r.summary = describePipeline(k, kp, *p);
-    out.push_back(std::move(r));
+    r.summary = describePipeline(k, kp, p);
+    records.push_back(std::move(r));
   }
+  for (const KernelPlan::Unpipelined &u : kp.unpipelined) {
+    PipelineRecord r;
+    r.kernel = k.name;
+    r.loc = u.loop->loc;
+    r.requestedStages = u.requestedStages;
+    r.reason = u.reason;
+    r.copiesNotAhead = notAhead(u.copiesNotAhead);
+    r.summary = "runs without a pipeline: " + u.reason;
+    records.push_back(std::move(r));
+  }
+  std::sort(records.begin(), records.end(), [](const PipelineRecord &a, const PipelineRecord &b) {
+    return std::pair(a.loc.line, a.loc.col) < std::pair(b.loc.line, b.loc.col);
+  });
+  out.insert(out.end(), std::make_move_iterator(records.begin()),
+             std::make_move_iterator(records.end()));
 }
 
 } // namespace tilec::lower

@@ -144,10 +144,15 @@ void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &
         largest = it;
     }
     PipelinePlan &p = largest->second;
-    if (p.stages > 2)
+    if (p.stages > 2) {
       --p.stages;
-    else
+    } else {
+      kp.unpipelined.push_back({p.loop, p.requestedStages,
+                                "its buffers' versions do not fit in shared memory beside the "
+                                "kernel's other buffers",
+                                p.copiesNotAhead});
       kp.pipelines.erase(largest);
+    }
     countVersions(kp);
     kp.scratchBase = place();
   }

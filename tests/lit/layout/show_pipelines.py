@@ -20,9 +20,14 @@ for path in sys.argv[1:]:
             print("none")
         for p in k["pipelines"]:
             copies = ",".join(f"{at(c)}/{c['buffer']}" for c in p["copies"])
-            print(f"  {at(p)} stages={p['stages']} {p['schedule']} copies={copies}"
+            print(f"  {at(p)} stages={p['stages']}/{p['requested_stages']} {p['schedule']}"
+                  f" copies={copies}"
                   f" in_flight={p['gemm_in_flight']} turns={p['consumer_turns']}"
                   f" persistent={p['persistent']}")
+            if p["reason"] is not None:
+                print(f"  reason: {p['reason']}")
+            for c in p["copies_not_ahead"]:
+                print(f"  not ahead {at(c)}/{c['buffer']}: {c['reason']}")
             o = p["overlap"]
             if o is None:
                 print("  overlap none")
