@@ -90,6 +90,49 @@ ordered_json fragmentLayoutJson(const analysis::FragmentLayout &l, bool full) {
   return j;
 }
 
+ordered_json position(SourceLoc l) { return {{"line", l.line}, {"col", l.col}}; }
+
+/// A `pipelines` entry (docs/layout-report.md).
+ordered_json pipelineJson(const lower::PipelineRecord &r) {
+  auto copies = [](const std::vector<lower::PipelineRecord::Copy> &cs, bool withReason) {
+    ordered_json out = ordered_json::array();
+    for (const lower::PipelineRecord::Copy &c : cs) {
+      ordered_json cj = position(c.loc);
+      cj["buffer"] = c.buffer;
+      if (withReason)
+        cj["reason"] = c.reason;
+      out.push_back(cj);
+    }
+    return out;
+  };
+  ordered_json overlap = nullptr;
+  if (r.overlap) {
+    ordered_json rotated = ordered_json::array();
+    for (SourceLoc l : r.overlap->rotated)
+      rotated.push_back(position(l));
+    overlap = {{"rotated", rotated},
+               {"issued_after", position(r.overlap->issuedAfter)},
+               {"waited_before",
+                r.overlap->waitedBefore ? position(*r.overlap->waitedBefore) : ordered_json()}};
+  }
+  using Schedule = lower::PipelineRecord::Schedule;
+  ordered_json j = position(r.loc);
+  j["requested_stages"] = r.requestedStages;
+  j["stages"] = r.stages;
+  j["schedule"] = r.schedule == Schedule::WarpSpecialized ? "warp_specialized"
+                  : r.schedule == Schedule::CpAsync       ? "cp_async"
+                                                          : "none";
+  j["reason"] = r.reason.empty() ? ordered_json() : ordered_json(r.reason);
+  j["copies"] = copies(r.copies, false);
+  j["copies_not_ahead"] = copies(r.copiesNotAhead, true);
+  j["gemm_in_flight"] = r.gemmInFlight;
+  j["consumer_turns"] = r.turns;
+  j["persistent"] = r.persistent;
+  j["overlap"] = overlap;
+  j["summary"] = r.summary;
+  return j;
+}
+
 } // namespace
 
 std::string layoutReport(const tile::Program &p, const lower::Lowered &low,
@@ -181,43 +224,9 @@ std::string layoutReport(const tile::Program &p, const lower::Lowered &low,
     }
     kj["parallel_loops"] = loops;
     ordered_json pipelines = ordered_json::array();
-    for (const lower::PipelineRecord &r : low.pipelines) {
-      if (r.kernel != k.name)
-        continue;
-      auto at = [](SourceLoc l) { return ordered_json{{"line", l.line}, {"col", l.col}}; };
-      ordered_json copies = ordered_json::array(), notAhead = ordered_json::array();
-      for (const lower::PipelineRecord::Copy &c : r.copies)
-        copies.push_back({{"line", c.loc.line}, {"col", c.loc.col}, {"buffer", c.buffer}});
-      for (const lower::PipelineRecord::Copy &c : r.copiesNotAhead)
-        notAhead.push_back(
-            {{"line", c.loc.line}, {"col", c.loc.col}, {"buffer", c.buffer}, {"reason", c.reason}});
-      using Schedule = lower::PipelineRecord::Schedule;
-      ordered_json overlap = nullptr;
-      if (r.overlap) {
-        ordered_json rotated = ordered_json::array();
-        for (SourceLoc l : r.overlap->rotated)
-          rotated.push_back(at(l));
-        overlap = {{"rotated", rotated},
-                   {"issued_after", at(r.overlap->issuedAfter)},
-                   {"waited_before",
-                    r.overlap->waitedBefore ? at(*r.overlap->waitedBefore) : ordered_json()}};
-      }
-      pipelines.push_back({{"line", r.loc.line},
-                           {"col", r.loc.col},
-                           {"requested_stages", r.requestedStages},
-                           {"stages", r.stages},
-                           {"schedule", r.schedule == Schedule::WarpSpecialized ? "warp_specialized"
-                                        : r.schedule == Schedule::CpAsync       ? "cp_async"
-                                                                                : "none"},
-                           {"reason", r.reason.empty() ? ordered_json() : ordered_json(r.reason)},
-                           {"copies", copies},
-                           {"copies_not_ahead", notAhead},
-                           {"gemm_in_flight", r.gemmInFlight},
-                           {"consumer_turns", r.turns},
-                           {"persistent", r.persistent},
-                           {"overlap", overlap},
-                           {"summary", r.summary}});
-    }
+    for (const lower::PipelineRecord &r : low.pipelines)
+      if (r.kernel == k.name)
+        pipelines.push_back(pipelineJson(r));
     kj["pipelines"] = pipelines;
     report["kernels"].push_back(kj);
   }

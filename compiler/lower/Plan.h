@@ -30,9 +30,8 @@ struct TmaDims {
 /// (cp.async), each copied buffer in `stages` versions used round-robin.
 struct PipelinePlan {
   int stages = 1;
-  /// The loop's statement, and the stages its `num_stages` asked for (plan-shared may fit fewer).
+  /// The loop's statement (its `num_stages` is what `stages` started from).
   const tile::Stmt *loop = nullptr;
-  int requestedStages = 1;
   /// Why the loop is not warp-specialized (empty when it is), for the layout report.
   std::string notSpecialized;
   /// The body's copies from global into shared memory that are not issued ahead, and why.
@@ -154,7 +153,6 @@ struct KernelPlan {
   /// plan-pipelines, or plan-shared when their versions did not fit. For the layout report.
   struct Unpipelined {
     const tile::Stmt *loop = nullptr;
-    int requestedStages = 1;
     std::string reason;
     std::vector<std::pair<const tile::Stmt *, std::string>> copiesNotAhead;
   };

@@ -595,8 +595,7 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, const target::Targ
       continue;
     // Without asynchronous copies (AMD) a pipelined loop runs as a serial one.
     if (!t.hasCpAsync) {
-      kp.unpipelined.push_back(
-          {&s, f->numStages, fmt::format("{} has no asynchronous copies", t.arch), {}});
+      kp.unpipelined.push_back({&s, fmt::format("{} has no asynchronous copies", t.arch), {}});
       continue;
     }
     // What the body changes, and what the rest of the kernel refers to.
@@ -632,7 +631,7 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, const target::Targ
       return true;
     };
     PipelinePlan plan;
-    plan.stages = plan.requestedStages = f->numStages;
+    plan.stages = f->numStages;
     plan.loop = &s;
     std::set<int> letVars;
     std::map<int, int> assignments;
@@ -699,7 +698,7 @@ void planLoops(const tile::Kernel &k, const tile::Body &body, const target::Targ
       plan.copies.push_back(&st);
     }
     if (plan.copies.empty()) {
-      kp.unpipelined.push_back({&s, f->numStages,
+      kp.unpipelined.push_back({&s,
                                 "no copy from a global tensor into a shared buffer in its body can "
                                 "be issued ahead",
                                 std::move(plan.copiesNotAhead)});

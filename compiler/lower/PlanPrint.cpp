@@ -115,7 +115,7 @@ void recordPipelines(const tile::Kernel &k, const KernelPlan &kp, const Options 
     PipelineRecord r;
     r.kernel = k.name;
     r.loc = p.loop->loc;
-    r.requestedStages = p.requestedStages;
+    r.requestedStages = std::get<tile::For>(p.loop->op).numStages;
     r.stages = p.stages;
     r.schedule = p.warpSpecialized ? PipelineRecord::Schedule::WarpSpecialized
                                    : PipelineRecord::Schedule::CpAsync;
@@ -142,7 +142,7 @@ void recordPipelines(const tile::Kernel &k, const KernelPlan &kp, const Options 
     PipelineRecord r;
     r.kernel = k.name;
     r.loc = u.loop->loc;
-    r.requestedStages = u.requestedStages;
+    r.requestedStages = std::get<tile::For>(u.loop->op).numStages;
     r.reason = u.reason;
     r.copiesNotAhead = notAhead(u.copiesNotAhead);
     r.summary = "runs without a pipeline: " + u.reason;

@@ -147,7 +147,7 @@ void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &
     if (p.stages > 2) {
       --p.stages;
     } else {
-      kp.unpipelined.push_back({p.loop, p.requestedStages,
+      kp.unpipelined.push_back({p.loop,
                                 "its buffers' versions do not fit in shared memory beside the "
                                 "kernel's other buffers",
                                 p.copiesNotAhead});
