@@ -445,7 +445,8 @@ private:
   /// Adds a TensorMap parameter per distinct view the plan's copies load, and the TmaEnabled one.
   void addTensorMaps(const PipelinePlan &plan, bool withPrologue);
   void addTensorMap(const tile::Stmt *copy, TmaDims kept);
-  /// The whole kernel body around a warp-specialized loop.
+  /// The whole kernel body around a warp-specialized loop (WarpSpecialized.h).
+  class WarpSpecialized;
   void lowerWarpSpecializedKernel(const PipelinePlan &plan, thir::Body &out);
   /// Copies tile `c` (its source region starting at `starts`, Int32 per dimension of the tensor,
   /// the tile's rows and columns in dimensions `dims`) element by element, thread `ptid` of the
