@@ -468,6 +468,12 @@ private:
   void lowerFill(const tile::Stmt &s, const tile::Fill &f, thir::Body &out);
   // ---- LowerReduce.cpp: reductions of fragments along their rows ----------------------------
   void lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thir::Body &out);
+  /// Combines each partial (variables of type `acc`, one per row this thread holds of a
+  /// reduction's source in layout `ls`; `grouped`: per row group rather than per row) with those
+  /// of the other threads that hold the row: across the lanes by shuffles, then across the warps
+  /// through shared scratch. Every holder of a row ends with the row's result.
+  void reduceAcrossThreads(const analysis::FragmentLayout &ls, bool grouped, const ReduceOp &op,
+                           DType acc, const std::vector<int> &partial, thir::Body &out);
   // ---- LowerScan.cpp: tile operations done through shared memory ----------------------------
   void lowerCumsum(const tile::Stmt &s, const tile::Cumsum &c, thir::Body &out);
   /// Reductions the register paths do not cover (any rank and dimension, shared buffers): the

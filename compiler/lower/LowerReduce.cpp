@@ -28,10 +28,6 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
   // (RowGroups -> GroupReplicated, MmaAccumulator -> MmaRows); otherwise the result is
   // replicated over the block.
   bool grouped = ld.rowValues() && ld.rowsOf(ls);
-  bool mma = grouped && ls.gemmAccumulator();
-  // The lanes of a warp that share an accumulator row: the 4 of an mma quad, the 16 of an
-  // MFMA lane group.
-  int64_t rowLanes = ls.kind == FragmentLayout::Kind::MfmaAccumulator ? 16 : 4;
   if (!grouped && ld.kind != FragmentLayout::Kind::Replicated) {
     unsupported(s.loc, fmt::format("a reduction from '{}' ({}) into '{}' ({})", src->name,
                                    ls.describe(), dst->name, ld.describe()));
@@ -87,77 +83,91 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
     if (!level.empty())
       combine(i, level.front());
   }
-  if (ls.kind != FragmentLayout::Kind::Replicated) {
-    // Across the lanes that share a row (a butterfly within the lanes of a row group, or the
-    // 4 lanes of an mma quad), then across the warps that share it through shared memory.
-    int64_t laneSpan =
-        mma ? rowLanes
-            : std::min<int64_t>(grouped ? ls.groupThreads() : ls.threads, opts_.target.warpSize);
-    for (int64_t i = 0; i < nPartial; ++i)
-      for (int64_t mask = laneSpan / 2; mask >= 1; mask /= 2)
-        combine(i, thir::shflXor(pvar(i), static_cast<int>(mask)));
-    // Warps that share a row: `warps` of them from `firstWarp`, `warpStride` apart (the
-    // warpgroups of a wgmma warp row hold its rows in their warps of the same rank).
-    int64_t warps =
-        mma ? ls.warpsN : (grouped ? ls.groupThreads() : ls.threads) / opts_.target.warpSize;
-    int64_t warpStride = mma && ls.warpgroup ? 4 : 1;
-    if (warps > 1) {
-      int bytes = dtypeBytes(acc);
-      thir::Expr tid = thread();
-      thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(opts_.target.warpSize));
-      thir::Expr lane = thir::binary(thir::BinOp::Mod, tid, i32(opts_.target.warpSize));
-      // An mma warp holds 8 rows per partial (one per quad), an MFMA wavefront 4 (one per lane
-      // group): entry (i, warp, quad).
-      int64_t rowsPerWarp = mma ? opts_.target.warpSize / rowLanes : 1;
-      thir::Expr quad = mma ? thir::binary(thir::BinOp::FloorDiv, lane, i32(rowLanes)) : i32(0);
-      int64_t totalWarps = ls.threads / opts_.target.warpSize;
-      const thir::SmemRegion scratch{scratchBase_,
-                                     scratchBase_ + nPartial * totalWarps * rowsPerWarp * bytes};
-      out_.dynamicSharedBytes =
-          std::max<int>(out_.dynamicSharedBytes, static_cast<int>(scratch.end));
-      auto entryOffset = [&](thir::Expr warpIndex, int64_t i) {
-        thir::Expr e = thir::binary(
-            thir::BinOp::Add,
-            thir::binary(thir::BinOp::Mul,
-                         thir::binary(thir::BinOp::Add, i32(i * totalWarps), warpIndex),
-                         i32(rowsPerWarp)),
-            quad);
-        return thir::binary(thir::BinOp::Add, i32(scratchBase_),
-                            thir::binary(thir::BinOp::Mul, e, i32(bytes)));
-      };
-      thir::IfStmt leader;
-      leader.cond =
-          thir::binary(thir::BinOp::Eq,
-                       mma ? thir::binary(thir::BinOp::Mod, lane, i32(rowLanes)) : lane, i32(0));
-      for (int64_t i = 0; i < nPartial; ++i)
-        leader.then.push_back(
-            {thir::SharedStore{entryOffset(warp, i), pvar(i), /*ahead=*/false, scratch}});
-      out.push_back({std::move(leader)});
-      int64_t span = warps * warpStride;
-      thir::Expr firstWarp =
-          span == totalWarps
-              ? i32(0)
-              : thir::binary(thir::BinOp::Mul, thir::binary(thir::BinOp::FloorDiv, warp, i32(span)),
-                             i32(span));
-      if (warpStride > 1)
-        firstWarp = thir::binary(thir::BinOp::Add, firstWarp,
-                                 thir::binary(thir::BinOp::Mod, warp, i32(warpStride)));
-      for (int64_t i = 0; i < nPartial; ++i) {
-        out.push_back({thir::AssignVar{partial[i], identity}});
-        for (int64_t w = 0; w < warps; ++w)
-          combine(
-              i, thir::sharedLoad(
-                     entryOffset(thir::binary(thir::BinOp::Add, firstWarp, i32(w * warpStride)), i),
-                     Type{acc}, scratch));
-      }
-    }
-  }
+  reduceAcrossThreads(ls, grouped, op, acc, partial, out);
   for (int64_t i = 0; i < nPartial; ++i) {
     thir::Expr result = pvar(i);
     if (!r.clear)
       result = thir::binary(op.combine, thir::cast(slotVar(dst, i), Type{acc}), result);
     out.push_back(
         {thir::AssignVar{slotVars_.at(dst->id).at(i), thir::cast(result, Type{dst->dtype})}});
+  }
+}
+
+void KernelLowering::reduceAcrossThreads(const FragmentLayout &ls, bool grouped, const ReduceOp &op,
+                                         DType acc, const std::vector<int> &partial,
+                                         thir::Body &out) {
+  if (ls.kind == FragmentLayout::Kind::Replicated)
+    return;
+  const bool mma = grouped && ls.gemmAccumulator();
+  // The lanes of a warp that share an accumulator row: the 4 of an mma quad, the 16 of an
+  // MFMA lane group.
+  const int64_t rowLanes = ls.kind == FragmentLayout::Kind::MfmaAccumulator ? 16 : 4;
+  const int64_t nPartial = static_cast<int64_t>(partial.size());
+  thir::Expr identity = reduceIdentity(op, acc);
+  auto pvar = [&](int64_t i) { return thir::var(partial[i], Type{acc}); };
+  auto combine = [&](int64_t i, thir::Expr x) {
+    out.push_back({thir::AssignVar{partial[i], thir::binary(op.combine, pvar(i), x)}});
+  };
+  // Across the lanes that share a row (a butterfly within the lanes of a row group, or the
+  // 4 lanes of an mma quad), then across the warps that share it through shared memory.
+  int64_t laneSpan =
+      mma ? rowLanes
+          : std::min<int64_t>(grouped ? ls.groupThreads() : ls.threads, opts_.target.warpSize);
+  for (int64_t i = 0; i < nPartial; ++i)
+    for (int64_t mask = laneSpan / 2; mask >= 1; mask /= 2)
+      combine(i, thir::shflXor(pvar(i), static_cast<int>(mask)));
+  // Warps that share a row: `warps` of them from `firstWarp`, `warpStride` apart (the
+  // warpgroups of a wgmma warp row hold its rows in their warps of the same rank).
+  int64_t warps =
+      mma ? ls.warpsN : (grouped ? ls.groupThreads() : ls.threads) / opts_.target.warpSize;
+  int64_t warpStride = mma && ls.warpgroup ? 4 : 1;
+  if (warps > 1) {
+    int bytes = dtypeBytes(acc);
+    thir::Expr tid = thread();
+    thir::Expr warp = thir::binary(thir::BinOp::FloorDiv, tid, i32(opts_.target.warpSize));
+    thir::Expr lane = thir::binary(thir::BinOp::Mod, tid, i32(opts_.target.warpSize));
+    // An mma warp holds 8 rows per partial (one per quad), an MFMA wavefront 4 (one per lane
+    // group): entry (i, warp, quad).
+    int64_t rowsPerWarp = mma ? opts_.target.warpSize / rowLanes : 1;
+    thir::Expr quad = mma ? thir::binary(thir::BinOp::FloorDiv, lane, i32(rowLanes)) : i32(0);
+    int64_t totalWarps = ls.threads / opts_.target.warpSize;
+    const thir::SmemRegion scratch{scratchBase_,
+                                   scratchBase_ + nPartial * totalWarps * rowsPerWarp * bytes};
+    out_.dynamicSharedBytes = std::max<int>(out_.dynamicSharedBytes, static_cast<int>(scratch.end));
+    auto entryOffset = [&](thir::Expr warpIndex, int64_t i) {
+      thir::Expr e =
+          thir::binary(thir::BinOp::Add,
+                       thir::binary(thir::BinOp::Mul,
+                                    thir::binary(thir::BinOp::Add, i32(i * totalWarps), warpIndex),
+                                    i32(rowsPerWarp)),
+                       quad);
+      return thir::binary(thir::BinOp::Add, i32(scratchBase_),
+                          thir::binary(thir::BinOp::Mul, e, i32(bytes)));
+    };
+    thir::IfStmt leader;
+    leader.cond = thir::binary(
+        thir::BinOp::Eq, mma ? thir::binary(thir::BinOp::Mod, lane, i32(rowLanes)) : lane, i32(0));
+    for (int64_t i = 0; i < nPartial; ++i)
+      leader.then.push_back(
+          {thir::SharedStore{entryOffset(warp, i), pvar(i), /*ahead=*/false, scratch}});
+    out.push_back({std::move(leader)});
+    int64_t span = warps * warpStride;
+    thir::Expr firstWarp =
+        span == totalWarps
+            ? i32(0)
+            : thir::binary(thir::BinOp::Mul, thir::binary(thir::BinOp::FloorDiv, warp, i32(span)),
+                           i32(span));
+    if (warpStride > 1)
+      firstWarp = thir::binary(thir::BinOp::Add, firstWarp,
+                               thir::binary(thir::BinOp::Mod, warp, i32(warpStride)));
+    for (int64_t i = 0; i < nPartial; ++i) {
+      out.push_back({thir::AssignVar{partial[i], identity}});
+      for (int64_t w = 0; w < warps; ++w)
+        combine(i,
+                thir::sharedLoad(
+                    entryOffset(thir::binary(thir::BinOp::Add, firstWarp, i32(w * warpStride)), i),
+                    Type{acc}, scratch));
+    }
   }
 }
 
