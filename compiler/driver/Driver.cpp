@@ -317,6 +317,7 @@ std::string codegenFlags(const DriverOptions &opts) {
                                   {opts.pingPong, "--ping-pong"},
                                   {opts.noPingPong, "--no-ping-pong"},
                                   {opts.noTmaPrologue, "--no-tma-prologue"},
+                                  {opts.noDeferredSums, "--no-deferred-sums"},
                                   {opts.overlapGemms, "--overlap-gemms"},
                                   {opts.noOverlapGemms, "--no-overlap-gemms"},
                                   {opts.pingPongTiles, "--ping-pong-tiles"}})

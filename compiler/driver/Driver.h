@@ -38,6 +38,9 @@ struct DriverOptions {
   /// --no-ping-pong: they never do (lower::PingPong::Off); neither: where the turns pay.
   bool noPingPong = false;
   bool noTmaPrologue = false;
+  /// --no-deferred-sums: every row sum is reduced across threads where it is computed (no
+  /// defer-row-sums).
+  bool noDeferredSums = false;
   /// --overlap-gemms: attention-like loops overlap their last gemm with the next iteration's
   /// work (lower::PlanOptions::overlapGemms).
   bool overlapGemms = false;

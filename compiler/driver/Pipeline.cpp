@@ -120,6 +120,12 @@ bool runPlanShared(Compilation &c) {
   return true;
 }
 
+bool runDeferRowSums(Compilation &c) {
+  if (!c.opts.noDeferredSums)
+    lower::planDeferredSums(*c.program, c.plan);
+  return true;
+}
+
 bool runLowerToThreadIR(Compilation &c) {
   lower::Options lo;
   lo.target = c.target;
@@ -248,6 +254,8 @@ const std::vector<Pass> &compilePipeline() {
        runPlanPipelines, dumpPlan},
       {"plan-shared", "shared-memory placement, swizzles and buffer versions", runPlanShared,
        dumpPlan},
+      {"defer-row-sums", "row sums a loop accumulates reduced across threads once, after it",
+       runDeferRowSums, dumpPlan},
       {"lower-to-thread-ir", "tile IR -> thread IR as the plan decided", runLowerToThreadIR,
        dumpThreadIR},
       {"insert-barriers", "barriers (and async-proxy fences) where threads share memory",

@@ -128,6 +128,10 @@ int main(int argc, char **argv) {
         "docs/results.md)");
     cmd->add_flag("--no-ping-pong", opts.noPingPong, "the consumer warpgroups never take turns")
         ->excludes(pingPong);
+    cmd->add_flag("--no-deferred-sums", opts.noDeferredSums,
+                  "reduce every row sum across threads where it is computed, rather than once "
+                  "after a loop that only accumulates it (attention's row sums, "
+                  "FlashAttention-2's order)");
     cmd->add_flag("--no-tma-prologue", opts.noTmaPrologue,
                   "the consumers of a warp-specialized loop load the tiles copied before it "
                   "(attention's Q) themselves, rather than the producer by TMA");

@@ -494,7 +494,10 @@ void KernelLowering::lowerStmt(const tile::Stmt &s, thir::Body &out, const LaneC
   std::visit(tile::Overloaded{
                  [&](const tile::Let &let) { lowerLet(let, out, lc); },
                  [&](const tile::Store &st) { lowerStore(s, st, out, lc); },
-                 [&](const tile::For &f) { lowerFor(s, f, out, lc); },
+                 [&](const tile::For &f) {
+                   lowerFor(s, f, out, lc);
+                   finishDeferredSums(s, out);
+                 },
                  [&](const tile::If &i) { lowerIf(s, i, out, lc); },
                  [&](const tile::Copy &c) { lowerCopy(s, c, out); },
                  [&](const tile::Fill &f) { lowerFill(s, f, out); },
@@ -744,6 +747,8 @@ std::optional<Lowered> lowerProgram(const tile::Program &p, DiagnosticEngine &di
     return std::nullopt;
   planPipelines(p, opts.target, plan, {opts.overlapGemms, opts.pingPong, opts.pingPongTiles});
   planShared(p, opts.target, plan, opts.persistence);
+  if (opts.deferRowSums)
+    planDeferredSums(p, plan);
   return lowerToThreadIR(p, plan, diags, opts);
 }
 

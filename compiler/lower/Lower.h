@@ -25,6 +25,8 @@ struct Options {
   GemmOverlap overlapGemms = GemmOverlap::Auto;
   PingPong pingPong = PingPong::Auto;
   bool pingPongTiles = false;
+  /// lowerProgram's defer-row-sums (planDeferredSums).
+  bool deferRowSums = true;
 };
 
 /// A decision lowering took, kept for the layout report.

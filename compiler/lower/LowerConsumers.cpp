@@ -275,6 +275,7 @@ void KernelLowering::WarpSpecialized::consumerTile(thir::Body &into) {
                                    {}}});
     }
   }
+  kl_.finishDeferredSums(kl_.k_.body[next_], into);
   for (size_t i = next_ + 1; i < kl_.k_.body.size() && !kl_.failed_; ++i)
     kl_.lowerStmt(kl_.k_.body[i], into, {});
 }

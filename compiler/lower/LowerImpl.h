@@ -211,8 +211,9 @@ public:
   /// Lowers `k` as `plan` (from the planning passes) decided.
   KernelLowering(const tile::Kernel &k, const KernelPlan &plan, DiagnosticEngine &diags,
                  const Options &opts)
-      : fragmentLayouts_(plan.fragments), pipelines_(plan.pipelines), shared_(plan.shared), k_(k),
-        diags_(diags), opts_(opts), scratchBase_(plan.scratchBase),
+      : fragmentLayouts_(plan.fragments), pipelines_(plan.pipelines),
+        deferredSums_(plan.deferredSums), shared_(plan.shared), k_(k), diags_(diags), opts_(opts),
+        scratchBase_(plan.scratchBase),
         tileThreads_(plan.tileThreads ? plan.tileThreads : k.threads) {
     out_.dynamicSharedBytes = static_cast<int>(plan.scratchBase);
   }
@@ -474,6 +475,11 @@ private:
   /// through shared scratch. Every holder of a row ends with the row's result.
   void reduceAcrossThreads(const analysis::FragmentLayout &ls, bool grouped, const ReduceOp &op,
                            DType acc, const std::vector<int> &partial, thir::Body &out);
+  /// defer-row-sums: whether `s` is a reduction whose cross-thread part waits for the end of
+  /// its loop, and, after loop `s`, the sums of the accumulators' copies it defers.
+  bool isDeferredSum(const tile::Stmt &s) const;
+  void finishDeferredSums(const tile::Stmt &loop, thir::Body &out);
+  const std::vector<DeferredSum> &deferredSums_;
   // ---- LowerScan.cpp: tile operations done through shared memory ----------------------------
   void lowerCumsum(const tile::Stmt &s, const tile::Cumsum &c, thir::Body &out);
   /// Reductions the register paths do not cover (any rank and dimension, shared buffers): the

@@ -83,7 +83,9 @@ void KernelLowering::lowerReduce(const tile::Stmt &s, const tile::Reduce &r, thi
     if (!level.empty())
       combine(i, level.front());
   }
-  reduceAcrossThreads(ls, grouped, op, acc, partial, out);
+  // A deferred sum stays this thread's own (finishDeferredSums sums its accumulation).
+  if (!isDeferredSum(s))
+    reduceAcrossThreads(ls, grouped, op, acc, partial, out);
   for (int64_t i = 0; i < nPartial; ++i) {
     thir::Expr result = pvar(i);
     if (!r.clear)
@@ -168,6 +170,32 @@ void KernelLowering::reduceAcrossThreads(const FragmentLayout &ls, bool grouped,
                     entryOffset(thir::binary(thir::BinOp::Add, firstWarp, i32(w * warpStride)), i),
                     Type{acc}, scratch));
     }
+  }
+}
+
+bool KernelLowering::isDeferredSum(const tile::Stmt &s) const {
+  return std::any_of(deferredSums_.begin(), deferredSums_.end(),
+                     [&](const DeferredSum &d) { return d.reduce == &s; });
+}
+
+void KernelLowering::finishDeferredSums(const tile::Stmt &loop, thir::Body &out) {
+  for (const DeferredSum &d : deferredSums_) {
+    if (d.loop != &loop)
+      continue;
+    const std::vector<int> &slots = slotVars_.at(d.accumulator->id);
+    const DType dtype = d.accumulator->dtype;
+    const DType acc = reduceAccumulator(dtype);
+    std::vector<int> partial;
+    for (int slot : slots) {
+      partial.push_back(nextVar_++);
+      out.push_back({thir::DeclVar{partial.back(), Type{acc},
+                                   thir::cast(thir::var(slot, Type{dtype}), Type{acc})}});
+    }
+    reduceAcrossThreads(fragmentLayouts_.at(d.source->id), /*grouped=*/true,
+                        reduceOp(tile::ReduceKind::Sum), acc, partial, out);
+    for (size_t i = 0; i < slots.size(); ++i)
+      out.push_back(
+          {thir::AssignVar{slots[i], thir::cast(thir::var(partial[i], Type{acc}), Type{dtype})}});
   }
 }
 

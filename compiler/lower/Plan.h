@@ -138,6 +138,16 @@ inline std::pair<uint32_t, uint32_t> sourcePosition(const PipelinePlan &p) {
   return {p.copies.front()->loc.line, p.copies.front()->loc.col};
 }
 
+/// defer-row-sums: a reduce_sum along rows whose result a top-level loop only adds into an
+/// accumulator of row values (`acc[i] = acc[i] * factor + sum[i]`, the accumulator zeroed before
+/// the loop): each thread that holds part of a row keeps its own partial sum and its own copy of
+/// the accumulator, and the copies are summed across those threads once, after the loop.
+struct DeferredSum {
+  const tile::Stmt *reduce = nullptr; // reduce_sum(source, sum), its cross-thread part dropped
+  const tile::Stmt *loop = nullptr;   // the top-level loop after which the accumulator is summed
+  tile::BufferPtr sum, accumulator, source;
+};
+
 struct KernelPlan {
   /// infer-layouts: the layout of every fragment (and local buffer), by buffer id.
   std::map<int, analysis::FragmentLayout> fragments;
@@ -162,6 +172,8 @@ struct KernelPlan {
   /// aligned), where lowering's scratch space begins.
   std::map<int, SharedPlacement> shared;
   int64_t scratchBase = 0;
+  /// defer-row-sums: the row sums reduced across threads after their loop.
+  std::vector<DeferredSum> deferredSums;
 };
 
 /// One plan per kernel of the program, in the program's order.
@@ -218,6 +230,10 @@ void countVersions(KernelPlan &kp);
 /// they would not fit in the target's shared memory. `persistence` as lowering will take it.
 void planShared(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan,
                 Persistence persistence);
+
+/// defer-row-sums: the row sums that can wait for the end of their loop to be reduced across
+/// threads (the rules are in PlanDeferredSums.cpp).
+void planDeferredSums(const tile::Program &p, ProgramPlan &plan);
 
 /// Human-readable form of what the planning passes recorded so far, for --dump-after.
 std::string printPlan(const tile::Program &p, const ProgramPlan &plan);

@@ -91,6 +91,11 @@ void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) 
                        sp.layout.name());
   if (!kp.shared.empty())
     out += fmt::format("  scratch from byte {}\n", kp.scratchBase);
+  for (const DeferredSum &d : kp.deferredSums)
+    out += fmt::format("  deferred sum: '{}' of {}:{} accumulated per thread into '{}', summed "
+                       "across threads after the loop at {}:{}\n",
+                       d.sum->name, d.reduce->loc.line, d.reduce->loc.col, d.accumulator->name,
+                       d.loop->loc.line, d.loop->loc.col);
 }
 
 } // namespace
