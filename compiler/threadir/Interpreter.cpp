@@ -616,6 +616,73 @@ private:
       }
     }
   }
+  /// ldmatrix m8n8.x{num}: lanes 8j .. 8j + 7 of a warp name the rows of matrix j; lane l gets
+  /// from each matrix row l / 4, columns 2 (l % 4) and + 1 (with .trans: rows 2 (l % 4) and + 1
+  /// of column l / 4), the lower column (row) in the low half of its register (PTX ISA,
+  /// "Warp-level matrix load instruction: ldmatrix").
+  void evalOp(const LdMatrix &ld, const Node &n, const Mask &m, Vals &out) {
+    const Vals &off = eval(ld.byteOffset, m);
+    const int w = l_.warpSize;
+    for (int w0 = 0; w0 < k_.threads; w0 += w) {
+      for (int lane = 0; lane < w; ++lane)
+        if (w0 + lane >= k_.threads || !m[w0 + lane])
+          throw Stop("ldmatrix with an inactive lane");
+      auto element = [&](int j, int row, int col) {
+        const uint8_t *p = shared(scalarInt(off[w0 + 8 * j + row]) + 2 * col, 2);
+        return uint64_t{p[0]} | uint64_t{p[1]} << 8;
+      };
+      for (int lane = 0; lane < w; ++lane) {
+        Val v{n.type, {}};
+        for (int j = 0; j < ld.num; ++j) {
+          const int a = lane / 4, b = 2 * (lane % 4);
+          uint64_t lo = ld.trans ? element(j, b, a) : element(j, a, b);
+          uint64_t hi = ld.trans ? element(j, b + 1, a) : element(j, a, b + 1);
+          v.bits[j] = lo | hi << 16;
+        }
+        out[w0 + lane] = v;
+      }
+    }
+  }
+  /// mma.sync m16n8k16 of one warp, lane l = 4 g + t: A's registers hold (g, 2t), (g + 8, 2t),
+  /// (g, 2t + 8), (g + 8, 2t + 8) and the next column of each; B's (2t, g), (2t + 8, g) and the
+  /// next row; C's (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) (PTX ISA, "Matrix
+  /// Fragments for mma.m16n8k16"). D = A B + C with exact products summed in double.
+  void evalOp(const MmaSync &op, const Node &n, const Mask &m, Vals &out) {
+    const Vals &a = eval(op.a, m);
+    const Vals &b = eval(op.b, m);
+    const Vals &c = eval(op.c, m);
+    const int w = l_.warpSize;
+    auto half = [&](uint64_t reg, int h) {
+      return toDouble((reg >> (16 * h)) & 0xFFFF, op.inputType);
+    };
+    for (int w0 = 0; w0 < k_.threads; w0 += w) {
+      double A[16][16], B[16][8], D[16][8];
+      for (int lane = 0; lane < w; ++lane) {
+        const int t = w0 + lane, g = lane / 4, q = lane % 4;
+        if (t >= k_.threads || !m[t])
+          throw Stop("mma.sync with an inactive lane");
+        for (int r = 0; r < 4; ++r)
+          for (int h = 0; h < 2; ++h)
+            A[g + 8 * (r % 2)][2 * q + h + 8 * (r / 2)] = half(a[t].bits[r], h);
+        for (int r = 0; r < 2; ++r)
+          for (int h = 0; h < 2; ++h)
+            B[2 * q + h + 8 * r][g] = half(b[t].bits[r], h);
+        for (int i = 0; i < 4; ++i)
+          D[g + 8 * (i / 2)][2 * q + i % 2] = toDouble(c[t].bits[i], DType::Float32);
+      }
+      for (int i = 0; i < 16; ++i)
+        for (int j = 0; j < 8; ++j)
+          for (int kk = 0; kk < 16; ++kk)
+            D[i][j] += A[i][kk] * B[kk][j];
+      for (int lane = 0; lane < w; ++lane) {
+        const int g = lane / 4, q = lane % 4;
+        Val v{n.type, {}};
+        for (int i = 0; i < 4; ++i)
+          v.bits[i] = fromDouble(D[g + 8 * (i / 2)][2 * q + i % 2], DType::Float32);
+        out[w0 + lane] = v;
+      }
+    }
+  }
   template <class Op> void evalOp(const Op &, const Node &, const Mask &, Vals &) {
     throw Stop("an operation the interpreter does not run (an NVIDIA-only instruction)");
   }

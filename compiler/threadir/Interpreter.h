@@ -1,10 +1,11 @@
 // A reference interpreter of thread IR on the CPU: runs a kernel's blocks one after the other,
 // the threads of a block in lockstep (each statement for every active thread before the next;
 // branches and loops mask threads off), so that barriers hold by construction and lane exchanges
-// (shuffles, MFMA) see every lane of a warp at once. It checks lowering's numerics where no GPU
-// runs the code (AMD targets), on the subset of thread IR that targets without asynchronous
-// copies produce: no cp.async, TMA, mbarriers, wgmma, ldmatrix or mma.sync. Memory accesses are
-// bounds-checked: a load or store outside its tensor or the shared memory is an error.
+// (shuffles, MFMA, ldmatrix, mma.sync) see every lane of a warp at once. It checks lowering's
+// numerics on the CPU (AMD targets, where no GPU runs the code here, and sm_80 code without
+// pipelines), on the subset of thread IR without asynchronous copies: no cp.async, TMA,
+// mbarriers or wgmma. Memory accesses are bounds-checked: a load or store outside its tensor or
+// the shared memory is an error.
 #pragma once
 
 #include "threadir/ThreadIR.h"

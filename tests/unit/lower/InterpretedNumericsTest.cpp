@@ -1,8 +1,9 @@
-// Numerics of what lowering produces for AMD targets, where no GPU of this project runs it: the
-// samples compiled for gfx942 (gemm on MFMA, row reductions across 64-lane wavefronts) and run
-// by the thread IR interpreter (threadir/Interpreter.h: lockstep threads, MFMA by the documented
-// lane layouts of analysis/MfmaLayout.h) against float64 references on random inputs, at sizes
-// that are not multiples of the tiles.
+// Numerics of what lowering produces, checked on the CPU: programs compiled for gfx942 (gemm on
+// MFMA, row reductions across 64-lane wavefronts), where no GPU of this project runs them, and
+// for sm_80 without cp.async pipelines (mma.sync and ldmatrix, 32-lane warps), run by the thread
+// IR interpreter (threadir/Interpreter.h: lockstep threads, MFMA and mma.sync by the documented
+// lane layouts) against float64 references on random inputs, at sizes that are not multiples of
+// the tiles.
 #include "lower/Lower.h"
 #include "sema/Sema.h"
 #include "syntax/Parser.h"
@@ -22,9 +23,11 @@ using namespace tilec;
 
 namespace {
 
+/// `name` under samples/, or a path from the source root.
 std::string readSample(const std::string &name) {
-  std::ifstream in(std::string(TILEC_SOURCE_ROOT) + "/samples/" + name);
-  REQUIRE_MESSAGE(in, "cannot read samples/" << name);
+  std::string path = name.find('/') == std::string::npos ? "samples/" + name : name;
+  std::ifstream in(std::string(TILEC_SOURCE_ROOT) + "/" + path);
+  REQUIRE_MESSAGE(in, "cannot read " << path);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
@@ -101,9 +104,9 @@ std::vector<float> readHalves(const std::vector<uint8_t> &bytes, bool bf16 = fal
 
 /// Binds tensors and scalars by parameter name and runs the kernel.
 void run(const thir::Kernel &k, std::map<std::string, std::vector<uint8_t> *> tensors,
-         std::map<std::string, double> scalars) {
+         std::map<std::string, double> scalars, int warpSize = 64) {
   thir::InterpreterLaunch l;
-  l.warpSize = 64;
+  l.warpSize = warpSize;
   for (const thir::Param &p : k.params) {
     l.tensors.push_back(tensors.count(p.name) ? tensors.at(p.name) : nullptr);
     l.scalars.push_back(scalars.count(p.name) ? scalars.at(p.name) : 0.0);
@@ -294,4 +297,58 @@ TEST_CASE("mla_decode_split for gfx942 (rows across 4 wavefronts, row sums summe
       }
     }
   CHECK(relError(readHalves(out), want) < 5e-3);
+}
+
+TEST_CASE("flash_attention for sm_80 without a pipeline (mma.sync, ldmatrix, row sums summed "
+          "after the loop) matches a float64 reference at a ragged length") {
+  for (bool causal : {false, true}) {
+    CAPTURE(causal);
+    std::map<std::string, std::string> defines = {{"num_stages", "1"}};
+    if (causal)
+      defines["causal"] = "True";
+    thir::Module m = lowerSample("flash_attention.tile", "sm_80", defines);
+    std::mt19937 rng(6);
+    const int64_t B = 1, S = 150, H = 1, D = 128;
+    Halves q = randomHalves(B * S * H * D, rng), k = randomHalves(B * S * H * D, rng),
+           v = randomHalves(B * S * H * D, rng);
+    std::vector<uint8_t> o(B * S * H * D * 2, 0xFF);
+    run(m.kernels.at(0), {{"Q", &q.bytes}, {"K", &k.bytes}, {"V", &v.bytes}, {"O", &o}},
+        {{"B", B}, {"S", S}, {"H", H}}, 32);
+    CHECK(relError(readHalves(o), attention(q, k, v, B, S, H, D, causal)) < 5e-3);
+  }
+}
+
+TEST_CASE("row sums accumulated over a loop, rows across four warps (sm_80, mma.sync), match "
+          "float64 with and without defer-row-sums") {
+  // tests/lit/schedule/Inputs/row-sums.tile: L = l after l = l / 2 + rowsum(A_k B) per block
+  // of K; `deferred` sums each row's copies after the loop, `starts_at_one` in every iteration.
+  thir::Module m = lowerSample("tests/lit/schedule/Inputs/row-sums.tile", "sm_80");
+  const int64_t M = 100, K = 80, N = 64, bk = 32;
+  std::mt19937 rng(7);
+  Halves a = randomHalves(M * K, rng), b = randomHalves(K * N, rng);
+  for (const char *name : {"deferred", "starts_at_one"}) {
+    CAPTURE(name);
+    const thir::Kernel *kernel = nullptr;
+    for (const thir::Kernel &k : m.kernels)
+      if (k.name == name)
+        kernel = &k;
+    REQUIRE(kernel);
+    std::vector<uint8_t> l(M * 4, 0xFF);
+    run(*kernel, {{"A", &a.bytes}, {"B", &b.bytes}, {"L", &l}}, {{"M", M}, {"K", K}}, 32);
+    std::vector<double> want(M);
+    std::vector<float> got(M);
+    for (int64_t i = 0; i < M; ++i) {
+      double acc = std::string(name) == "deferred" ? 0 : 1;
+      for (int64_t k0 = 0; k0 < K; k0 += bk) {
+        double rs = 0;
+        for (int64_t j = 0; j < N; ++j)
+          for (int64_t k = k0; k < std::min(K, k0 + bk); ++k)
+            rs += double(a.values[i * K + k]) * b.values[k * N + j];
+        acc = acc * 0.5 + rs;
+      }
+      want[i] = acc;
+      std::memcpy(&got[i], &l[i * 4], 4);
+    }
+    CHECK(relError(got, want) < 1e-5);
+  }
 }
