@@ -228,6 +228,16 @@ std::string layoutReport(const tile::Program &p, const lower::Lowered &low,
       if (r.kernel == k.name)
         pipelines.push_back(pipelineJson(r));
     kj["pipelines"] = pipelines;
+    ordered_json sums = ordered_json::array();
+    for (const lower::DeferredSumRecord &r : low.deferredSums)
+      if (r.kernel == k.name) {
+        ordered_json sj = position(r.reduce);
+        sj["sum"] = r.sum;
+        sj["accumulator"] = r.accumulator;
+        sj["loop"] = position(r.loop);
+        sums.push_back(sj);
+      }
+    kj["deferred_sums"] = sums;
     report["kernels"].push_back(kj);
   }
   return report.dump(2) + "\n";

@@ -734,6 +734,9 @@ std::optional<Lowered> lowerToThreadIR(const tile::Program &p, const ProgramPlan
     for (auto &[id, layout] : kl.fragmentLayouts_)
       result.fragments.push_back({k.name, id, layout});
     recordPipelines(k, plan.kernels.at(i), opts, result.pipelines);
+    for (const DeferredSum &d : plan.kernels.at(i).deferredSums)
+      result.deferredSums.push_back(
+          {k.name, d.reduce->loc, d.loop->loc, d.sum->name, d.accumulator->name});
   }
   if (!ok)
     return std::nullopt;

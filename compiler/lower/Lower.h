@@ -81,9 +81,16 @@ struct PipelineRecord {
 void recordPipelines(const tile::Kernel &k, const KernelPlan &kp, const Options &opts,
                      std::vector<PipelineRecord> &out);
 
+/// A row sum defer-row-sums reduces across threads after its loop, for the layout report.
+struct DeferredSumRecord {
+  std::string kernel;
+  SourceLoc reduce, loop;
+  std::string sum, accumulator; // buffer names
+};
 struct Lowered {
   thir::Module module;
   std::vector<PipelineRecord> pipelines;
+  std::vector<DeferredSumRecord> deferredSums;
   std::vector<ParallelLoopRecord> parallelLoops;
   std::vector<FragmentRecord> fragments;
   std::vector<SharedRecord> shared;
