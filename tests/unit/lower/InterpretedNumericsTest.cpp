@@ -208,25 +208,31 @@ std::vector<double> attention(const Halves &q, const Halves &k, const Halves &v,
   return out;
 }
 
-} // namespace
-
-TEST_CASE("flash_attention for gfx942 (64 x 64 tiles: row max and sum across wavefront lanes, P "
-          "through LDS into MFMA) matches a float64 reference at a ragged length") {
+/// flash_attention.tile for `arch` with `defines` (causal and not) at B=1, H=1, D=128 and
+/// sequence length `S`, run with `warpSize`-lane warps, against attention() in float64.
+void checkAttention(const char *arch, std::map<std::string, std::string> defines, int64_t S,
+                    int warpSize, unsigned seed) {
   for (bool causal : {false, true}) {
     CAPTURE(causal);
-    std::map<std::string, std::string> defines = {{"block_M", "64"}, {"block_N", "64"}};
     if (causal)
       defines["causal"] = "True";
-    thir::Module m = lowerSample("flash_attention.tile", "gfx942", defines);
-    std::mt19937 rng(3);
-    const int64_t B = 1, S = 70, H = 1, D = 128;
+    thir::Module m = lowerSample("flash_attention.tile", arch, defines);
+    std::mt19937 rng(seed);
+    const int64_t B = 1, H = 1, D = 128;
     Halves q = randomHalves(B * S * H * D, rng), k = randomHalves(B * S * H * D, rng),
            v = randomHalves(B * S * H * D, rng);
     std::vector<uint8_t> o(B * S * H * D * 2, 0xFF);
     run(m.kernels.at(0), {{"Q", &q.bytes}, {"K", &k.bytes}, {"V", &v.bytes}, {"O", &o}},
-        {{"B", B}, {"S", S}, {"H", H}});
+        {{"B", B}, {"S", S}, {"H", H}}, warpSize);
     CHECK(relError(readHalves(o), attention(q, k, v, B, S, H, D, causal)) < 5e-3);
   }
+}
+
+} // namespace
+
+TEST_CASE("flash_attention for gfx942 (64 x 64 tiles: row max and sum across wavefront lanes, P "
+          "through LDS into MFMA) matches a float64 reference at a ragged length") {
+  checkAttention("gfx942", {{"block_M", "64"}, {"block_N", "64"}}, 70, 64, 3);
 }
 
 TEST_CASE("softmax for gfx942 (rows reduced across 64-lane wavefronts) matches float64") {
@@ -301,21 +307,7 @@ TEST_CASE("mla_decode_split for gfx942 (rows across 4 wavefronts, row sums summe
 
 TEST_CASE("flash_attention for sm_80 without a pipeline (mma.sync, ldmatrix, row sums summed "
           "after the loop) matches a float64 reference at a ragged length") {
-  for (bool causal : {false, true}) {
-    CAPTURE(causal);
-    std::map<std::string, std::string> defines = {{"num_stages", "1"}};
-    if (causal)
-      defines["causal"] = "True";
-    thir::Module m = lowerSample("flash_attention.tile", "sm_80", defines);
-    std::mt19937 rng(6);
-    const int64_t B = 1, S = 150, H = 1, D = 128;
-    Halves q = randomHalves(B * S * H * D, rng), k = randomHalves(B * S * H * D, rng),
-           v = randomHalves(B * S * H * D, rng);
-    std::vector<uint8_t> o(B * S * H * D * 2, 0xFF);
-    run(m.kernels.at(0), {{"Q", &q.bytes}, {"K", &k.bytes}, {"V", &v.bytes}, {"O", &o}},
-        {{"B", B}, {"S", S}, {"H", H}}, 32);
-    CHECK(relError(readHalves(o), attention(q, k, v, B, S, H, D, causal)) < 5e-3);
-  }
+  checkAttention("sm_80", {{"num_stages", "1"}}, 150, 32, 6);
 }
 
 TEST_CASE("row sums accumulated over a loop, rows across four warps (sm_80, mma.sync), match "
