@@ -14,18 +14,23 @@ namespace tilec::lower {
 
 namespace {
 
+/// Whether `indices` are the loop variable `i` alone.
+bool isRow(const std::vector<tile::Expr> &indices, const tile::Var &i) {
+  if (indices.size() != 1)
+    return false;
+  auto *v = std::get_if<tile::VarRef>(&indices[0]->op);
+  return v && v->var->id == i.id;
+}
+
 /// Whether `e` is `b[i]` for the loop variable `i`.
 bool isRowLoad(const tile::Expr &e, const tile::Var &i, int b) {
   auto *l = std::get_if<tile::Load>(&e->op);
-  if (!l || l->buffer->id != b || l->indices.size() != 1)
-    return false;
-  auto *v = std::get_if<tile::VarRef>(&l->indices[0]->op);
-  return v && v->var->id == i.id;
+  return l && l->buffer->id == b && isRow(l->indices, i);
 }
 
 /// Whether `e` reads the same value in every thread that holds row `i` of the accumulator:
 /// constants, block indices and parameters, and row `i` of fragments (their copies agree: the
-/// kernel has no thread-level values, checked by the caller) other than `excluded`.
+/// kernel has no thread-level values or shuffles, checked by the caller) other than `excluded`.
 bool sameInEveryHolder(const tile::Expr &e, const tile::Var &i, const std::set<int> &excluded,
                        const KernelPlan &kp) {
   bool same = true;
@@ -35,13 +40,9 @@ bool sameInEveryHolder(const tile::Expr &e, const tile::Var &i, const std::set<i
       same = same && (v->var->id == i.id || k == tile::VarKind::BlockIndex ||
                       k == tile::VarKind::ScalarParam || k == tile::VarKind::Dim);
     } else if (auto *l = std::get_if<tile::Load>(&n.op)) {
-      const bool rowOfFragment = l->buffer->scope == tile::Scope::Fragment &&
-                                 kp.fragments.count(l->buffer->id) && l->indices.size() == 1 &&
-                                 std::holds_alternative<tile::VarRef>(l->indices[0]->op) &&
-                                 std::get<tile::VarRef>(l->indices[0]->op).var->id == i.id;
-      same = same && rowOfFragment && !excluded.count(l->buffer->id);
-    } else if (std::holds_alternative<tile::Shuffle>(n.op)) {
-      same = false;
+      same = same && l->buffer->scope == tile::Scope::Fragment &&
+             kp.fragments.count(l->buffer->id) && isRow(l->indices, i) &&
+             !excluded.count(l->buffer->id);
     }
   });
   return same;
@@ -131,8 +132,7 @@ std::optional<DeferredSum> deferrable(const tile::Kernel &k, const KernelPlan &k
   if (!f || f->kind != tile::LoopKind::Parallel || f->vars.size() != 1 || f->body.size() != 1)
     return std::nullopt;
   auto *st = std::get_if<tile::Store>(&f->body[0].op);
-  if (!st || st->indices.size() != 1 || !std::holds_alternative<tile::VarRef>(st->indices[0]->op) ||
-      std::get<tile::VarRef>(st->indices[0]->op).var->id != f->vars[0]->id)
+  if (!st || !isRow(st->indices, *f->vars[0]))
     return std::nullopt;
   const int acc = st->buffer->id;
   if (acc == sum || st->buffer->scope != tile::Scope::Fragment || !kp.fragments.count(acc))
@@ -144,7 +144,9 @@ std::optional<DeferredSum> deferrable(const tile::Kernel &k, const KernelPlan &k
   if (!factor || (*factor && !sameInEveryHolder(*factor, *f->vars[0], {acc, sum}, kp)))
     return std::nullopt;
   // The sum is written by the reduction and read by the accumulation only; the accumulator
-  // starts at zero before the loop and only the accumulation touches it in the loop.
+  // starts at zero before the loop and only the accumulation touches it in the loop (after
+  // the loop its copies are summed: anything may read it there, another loop's factor too).
+  bool zeroed = false;
   for (size_t t = 0; t < k.body.size(); ++t) {
     if (t == top) {
       for (size_t j = 0; j < body.size(); ++j)
@@ -154,12 +156,12 @@ std::optional<DeferredSum> deferrable(const tile::Kernel &k, const KernelPlan &k
     }
     if (mentions(k.body[t], sum))
       return std::nullopt;
-    if (t < top && mentions(k.body[t], acc) && !isZeroFill(k.body[t], acc))
-      return std::nullopt;
+    if (t < top && mentions(k.body[t], acc)) {
+      if (!isZeroFill(k.body[t], acc))
+        return std::nullopt;
+      zeroed = true;
+    }
   }
-  bool zeroed = false;
-  for (size_t t = 0; t < top; ++t)
-    zeroed = zeroed || isZeroFill(k.body[t], acc);
   if (!zeroed)
     return std::nullopt;
   return DeferredSum{&body[at], &loopStmt, r->dst.buffer, st->buffer, r->src.buffer};
@@ -182,27 +184,6 @@ void planDeferredSums(const tile::Program &p, ProgramPlan &plan) {
         if (auto d = deferrable(k, kp, top, at))
           kp.deferredSums.push_back(*d);
     }
-    // An accumulator's factor must not read another deferred sum's partial copies.
-    std::set<int> partial;
-    for (const DeferredSum &d : kp.deferredSums)
-      partial.insert({d.sum->id, d.accumulator->id});
-    std::erase_if(kp.deferredSums, [&](const DeferredSum &d) {
-      const tile::Body &body = std::get<tile::For>(d.loop->op).body;
-      for (const tile::Stmt &s : body) {
-        auto *f = std::get_if<tile::For>(&s.op);
-        if (!f || f->kind != tile::LoopKind::Parallel || f->body.size() != 1)
-          continue;
-        auto *st = std::get_if<tile::Store>(&f->body[0].op);
-        if (!st || st->buffer != d.accumulator)
-          continue;
-        Refs r;
-        r.expr(st->value);
-        for (int b : r.buffers)
-          if (partial.count(b) && b != d.sum->id && b != d.accumulator->id)
-            return true;
-      }
-      return false;
-    });
   }
 }
 
