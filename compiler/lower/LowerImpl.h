@@ -212,7 +212,7 @@ public:
   KernelLowering(const tile::Kernel &k, const KernelPlan &plan, DiagnosticEngine &diags,
                  const Options &opts)
       : fragmentLayouts_(plan.fragments), pipelines_(plan.pipelines),
-        deferredSums_(plan.deferredSums), shared_(plan.shared), k_(k), diags_(diags), opts_(opts),
+        shared_(plan.shared), deferredSums_(plan.deferredSums), k_(k), diags_(diags), opts_(opts),
         scratchBase_(plan.scratchBase),
         tileThreads_(plan.tileThreads ? plan.tileThreads : k.threads) {
     out_.dynamicSharedBytes = static_cast<int>(plan.scratchBase);
