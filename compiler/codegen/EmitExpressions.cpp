@@ -235,9 +235,13 @@ Value *KernelEmitter::exprOp(const thir::Wgmma &w, const Node &n) {
     ops.acc = expr(w.acc);
   if (w.turn.barrier >= 0)
     std::tie(ops.own, ops.other) = turnBarriers(w.turn.barrier);
+  std::vector<const thir::Node *> bases;
   for (const thir::WgmmaInstr &in : w.instrs) {
-    ops.a.push_back(expr(in.a));
-    ops.bDesc.push_back(expr(in.bDesc));
+    if (w.aInRegisters)
+      ops.a.push_back(expr(in.a));
+    else
+      ops.aDesc.push_back(wgmmaDescriptor(in.a, ops, bases));
+    ops.bDesc.push_back(wgmmaDescriptor(in.bDesc, ops, bases));
   }
   if (!w.clearAcc || constant)
     return wgmmaAsm(w, n, ops, alwaysClear);
@@ -262,6 +266,30 @@ Value *KernelEmitter::exprOp(const thir::Wgmma &w, const Node &n) {
   phi->addIncoming(cleared, clearBB);
   phi->addIncoming(accumulated, accBB);
   return phi;
+}
+
+KernelEmitter::WgmmaOperands::Descriptor
+KernelEmitter::wgmmaDescriptor(const thir::Expr &e, WgmmaOperands &ops,
+                               std::vector<const thir::Node *> &bases) {
+  // Lowering writes each instruction's descriptor as the first's plus a constant.
+  const thir::Node *base = e.get();
+  int64_t offset = 0;
+  if (auto *add = std::get_if<thir::Binary>(&e->op); add && add->op == thir::BinOp::Add)
+    if (auto *c = std::get_if<thir::ConstInt>(&add->b->op)) {
+      base = add->a.get();
+      offset = c->value;
+    }
+  auto same = [&](const thir::Node *x) {
+    auto *u = std::get_if<thir::VarRef>(&x->op), *v = std::get_if<thir::VarRef>(&base->op);
+    return x == base || (u && v && u->id == v->id);
+  };
+  auto it = std::find_if(bases.begin(), bases.end(), same);
+  if (it == bases.end()) {
+    bases.push_back(base);
+    ops.descriptorBases.push_back(offset == 0 ? expr(e) : expr(std::get<thir::Binary>(e->op).a));
+    it = bases.end() - 1;
+  }
+  return {static_cast<size_t>(it - bases.begin()), offset};
 }
 
 Value *KernelEmitter::wgmmaAsm(const thir::Wgmma &w, const Node &n, const WgmmaOperands &ops,
@@ -297,9 +325,9 @@ Value *KernelEmitter::wgmmaAsm(const thir::Wgmma &w, const Node &n, const WgmmaO
   const char *aTy = ptxType(w.inputType), *bTy = ptxType(w.bType());
   // Only 16-bit inputs have the imm-trans operands (float8 operands are K-major).
   bool transOperands = !isFloat8(w.inputType);
-  std::string text =
-      fmt::format("{{\n.reg .pred p{0};\nsetp.ne.b32 p, ${1}, 0;\n{2}", clear ? ", q" : "", next,
-                  clear ? fmt::format("setp.eq.b32 q, ${}, 0;\n", next) : "");
+  std::string text = fmt::format(
+      "{{\n.reg .pred p{0};\n.reg .b64 da, db;\nsetp.ne.b32 p, ${1}, 0;\n{2}", clear ? ", q" : "",
+      next, clear ? fmt::format("setp.eq.b32 q, ${}, 0;\n", next) : "");
   constraints += ",r";
   args.push_back(b_.getInt32(1));
   inTys.push_back(b_.getInt32Ty());
@@ -322,6 +350,21 @@ Value *KernelEmitter::wgmmaAsm(const thir::Wgmma &w, const Node &n, const WgmmaO
       inTys.push_back(b_.getInt32Ty());
     }
   }
+  // The descriptors' bases (WgmmaOperands::Descriptor), and two registers for base + offset.
+  unsigned firstBase = next;
+  for (Value *base : ops.descriptorBases) {
+    constraints += ",l";
+    args.push_back(base);
+    inTys.push_back(b_.getInt64Ty());
+    ++next;
+  }
+  auto descriptor = [&](const WgmmaOperands::Descriptor &d, const char *reg) {
+    unsigned base = firstBase + static_cast<unsigned>(d.base);
+    if (d.offset == 0)
+      return fmt::format("${}", base);
+    text += fmt::format("add.s64 {}, ${}, {};\n", reg, base, d.offset);
+    return std::string(reg);
+  };
   text += "wgmma.fence.sync.aligned;\n";
   for (size_t i = 0; i < w.instrs.size(); ++i) {
     const thir::WgmmaInstr &in = w.instrs[i];
@@ -338,15 +381,9 @@ Value *KernelEmitter::wgmmaAsm(const thir::Wgmma &w, const Node &n, const WgmmaO
       }
       a = "{" + a + "}";
     } else {
-      a = fmt::format("${}", next++);
-      constraints += ",l";
-      args.push_back(ops.a[i]);
-      inTys.push_back(b_.getInt64Ty());
+      a = descriptor(ops.aDesc[i], "da");
     }
-    unsigned bIdx = next++;
-    constraints += ",l";
-    args.push_back(ops.bDesc[i]);
-    inTys.push_back(b_.getInt64Ty());
+    std::string bDesc = descriptor(ops.bDesc[i], "db");
     std::string trans = !transOperands ? ""
                         : w.aInRegisters
                             ? fmt::format(", {}", int(w.bMnMajor))
@@ -361,9 +398,9 @@ Value *KernelEmitter::wgmmaAsm(const thir::Wgmma &w, const Node &n, const WgmmaO
       }
     if (fresh != 0 && fresh != w.n / 2)
       throw std::logic_error("a clearing wgmma instruction overlaps another's accumulators");
-    text += fmt::format("wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, ${}, {}, "
+    text += fmt::format("wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, {}, {}, "
                         "1, 1{};\n",
-                        w.n, w.k(), aTy, bTy, d, a, bIdx, fresh ? "q" : "p", trans);
+                        w.n, w.k(), aTy, bTy, d, a, bDesc, fresh ? "q" : "p", trans);
   }
   text += fmt::format("wgmma.commit_group.sync.aligned;\n{}wgmma.wait_group.sync.aligned {};\n}}",
                       handOver, w.pending);

@@ -347,10 +347,22 @@ private:
   Value *exprOp(const thir::Wgmma &w, const Node &n);
   /// A wgmma's operands, evaluated once for the asm blocks that use them.
   struct WgmmaOperands {
-    Value *acc = nullptr; // null when the asm clears
-    std::vector<Value *> a, bDesc;
+    Value *acc = nullptr;   // null when the asm clears
+    std::vector<Value *> a; // A in registers: each instruction's four words
+    /// Shared-memory descriptors as a base and a constant offset: the bases go to the asm once
+    /// and the asm adds the offsets just before each instruction, so that LLVM keeps no
+    /// register per instruction live (it hoists loop-invariant descriptors, such as those of a
+    /// Q kept in shared memory, out of the loop: 36 of 64 bits for MLA's 576-wide Q).
+    struct Descriptor {
+      size_t base = 0;
+      int64_t offset = 0;
+    };
+    std::vector<Value *> descriptorBases;
+    std::vector<Descriptor> aDesc, bDesc;
     Value *own = nullptr, *other = nullptr; // the turn's barriers
   };
+  WgmmaOperands::Descriptor wgmmaDescriptor(const thir::Expr &e, WgmmaOperands &ops,
+                                            std::vector<const thir::Node *> &bases);
   Value *wgmmaAsm(const thir::Wgmma &w, const Node &n, const WgmmaOperands &ops, bool clear);
   Value *exprOp(const thir::Bitcast &bc, const Node &n);
 
