@@ -14,10 +14,12 @@
 #       every build in turn, ROUNDS times (default 3), TILEC_GPU_ONLY=mla_split64
 #
 # KERNEL=decode (both steps) does the same for mla_decode.tile as the test builds it (its header
-# in gen/mla, the cases "mla_decode sm_90a").
+# in gen/mla, the cases "mla_decode sm_90a"), in .gpu/ab-decode/, so that both sets of builds
+# can be carried and run in one call.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ab=$root/.gpu/ab
+[ "${KERNEL:-split64}" = decode ] && ab=$root/.gpu/ab-decode
 # What each KERNEL rebuilds (the program, its folder in gen/ and tilec's options, as
 # gpu-test.sh builds it) and which cases it runs and prints.
 case "${KERNEL:-split64}" in
