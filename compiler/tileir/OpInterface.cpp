@@ -120,14 +120,18 @@ std::vector<const Expr *> operandsOf(const Node &n) {
                  },
                  [&](const Unary &op) { out.push_back(&op.a); },
                  [&](const Binary &op) {
-                   out.insert(out.end(), {&op.a, &op.b});
+                   out.push_back(&op.a);
+                   out.push_back(&op.b);
                  },
                  [&](const Select &op) {
-                   out.insert(out.end(), {&op.cond, &op.a, &op.b});
+                   out.push_back(&op.cond);
+                   out.push_back(&op.a);
+                   out.push_back(&op.b);
                  },
                  [&](const Cast &op) { out.push_back(&op.a); },
                  [&](const Shuffle &op) {
-                   out.insert(out.end(), {&op.value, &op.arg});
+                   out.push_back(&op.value);
+                   out.push_back(&op.arg);
                  },
              },
              n.op);
