@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Issue 10's and 12's rows (attention and MLA, W4A16) in one call of the lent GPU, whose budget
+# is short and whose machines come rarely: everything is built here, carried as one archive,
+# and run there under timeouts that keep the call within its 10 minutes.
+#
+#   scripts/issue-rows.sh build   here: the GPU tests (scripts/gpu-test.sh build), issue 10's
+#                                 attention cases (bench-attention.sh) and issue 12's W4A16 cases
+#                                 (bench-gemm.sh), packed into .portable/issue-rows.tar.xz
+#   scripts/issue-rows.sh run     on the GPU machine, with .portable/issue-rows.tar.xz carried:
+#                                 attention_gpu (every flash attention and MLA check, with the
+#                                 MLA decode and split timings), the attention rows against cuDNN
+#                                 at B8 H16 S4096 / 2048 / 1024 and B2 H4 S1000, and the W4A16
+#                                 rows against cuBLAS at M = 16 and 4096 (N = K = 8192); logs in
+#                                 $OUT (the lender returns at most 8 files)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+archive=$root/.portable/issue-rows.tar.xz
+attention='^fa_(fp16_d128|fp16_d128_causal|bf16_d64_causal)$'
+w4a16='^w4a16_(words_s4|areg)$'
+
+case "${1:-}" in
+build)
+  "$root/scripts/gpu-test.sh" build
+  "$root/scripts/bench-attention.sh" build
+  BENCH_CASES=$w4a16 "$root/scripts/bench-gemm.sh" build
+  mkdir -p "$root/.portable"
+  tar -C "$root" -cJf "$archive" .gpu .bench-attention .bench
+  ls -l "$archive"
+  ;;
+run)
+  out=${OUT:-$root/.issue-rows}
+  mkdir -p "$out"
+  tar -C "$root" -xJf "$archive"
+  nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,temperature.gpu,power.draw --format=csv |
+    tee "$out/card.txt" || true
+  t0=$(date +%s)
+  step() { echo "$1 done after $(($(date +%s) - t0)) s" | tee -a "$out/card.txt"; }
+  TIMEOUT_EACH=200 OUT=$out "$root/scripts/gpu-test.sh" run attention_gpu >"$out/attention.log" 2>&1 || true
+  step attention_gpu
+  BENCH_CASES=$attention BENCH_SHAPES=8x16x4096,8x16x2048,8x16x1024,2x4x1000 OUT=$out \
+    timeout 200 "$root/scripts/bench-attention.sh" run >"$out/bench-attention.log" 2>&1 || true
+  step bench-attention
+  BENCH_CASES=$w4a16 BENCH_SHAPES=16x8192x8192,4096x8192x8192 BENCH_REPS=100 OUT=$out \
+    timeout 120 "$root/scripts/bench-gemm.sh" run >"$out/bench-gemm.log" 2>&1 || true
+  step bench-gemm
+  grep -E "^mla|FAIL|fail|passed" "$out/attention.log" | tail -30 || true
+  grep -hE "^\| (fa_|w4a16)" "$out/bench-attention.log" "$out/bench-gemm.log" || true
+  ;;
+*)
+  echo "usage: $0 build | run"
+  exit 1
+  ;;
+esac
