@@ -272,21 +272,21 @@ KernelEmitter::WgmmaOperands::Descriptor
 KernelEmitter::wgmmaDescriptor(const thir::Expr &e, WgmmaOperands &ops,
                                std::vector<const thir::Node *> &bases) {
   // Lowering writes each instruction's descriptor as the first's plus a constant.
-  const thir::Node *base = e.get();
+  const thir::Expr *base = &e;
   int64_t offset = 0;
   if (auto *add = std::get_if<thir::Binary>(&e->op); add && add->op == thir::BinOp::Add)
     if (auto *c = std::get_if<thir::ConstInt>(&add->b->op)) {
-      base = add->a.get();
+      base = &add->a;
       offset = c->value;
     }
   auto same = [&](const thir::Node *x) {
-    auto *u = std::get_if<thir::VarRef>(&x->op), *v = std::get_if<thir::VarRef>(&base->op);
-    return x == base || (u && v && u->id == v->id);
+    auto *u = std::get_if<thir::VarRef>(&x->op), *v = std::get_if<thir::VarRef>(&(*base)->op);
+    return x == base->get() || (u && v && u->id == v->id);
   };
   auto it = std::find_if(bases.begin(), bases.end(), same);
   if (it == bases.end()) {
-    bases.push_back(base);
-    ops.descriptorBases.push_back(offset == 0 ? expr(e) : expr(std::get<thir::Binary>(e->op).a));
+    bases.push_back(base->get());
+    ops.descriptorBases.push_back(expr(*base));
     it = bases.end() - 1;
   }
   return {static_cast<size_t>(it - bases.begin()), offset};
