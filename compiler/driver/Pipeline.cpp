@@ -126,6 +126,11 @@ bool runDeferRowSums(Compilation &c) {
   return true;
 }
 
+bool runPlanScoreWarpgroup(Compilation &c) {
+  lower::planScoreWarpgroups(*c.program, c.plan);
+  return true;
+}
+
 bool runLowerToThreadIR(Compilation &c) {
   lower::Options lo;
   lo.target = c.target;
@@ -256,6 +261,9 @@ const std::vector<Pass> &compilePipeline() {
        dumpPlan},
       {"defer-row-sums", "row sums a loop accumulates reduced across threads once, after it",
        runDeferRowSums, dumpPlan},
+      {"plan-score-warpgroup",
+       "scores warpgroup 0 can compute alone (decided only: not lowered yet)",
+       runPlanScoreWarpgroup, dumpPlan},
       {"lower-to-thread-ir", "tile IR -> thread IR as the plan decided", runLowerToThreadIR,
        dumpThreadIR},
       {"insert-barriers", "barriers (and async-proxy fences) where threads share memory",

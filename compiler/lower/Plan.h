@@ -148,6 +148,22 @@ struct DeferredSum {
   tile::BufferPtr sum, accumulator, source;
 };
 
+/// plan-score-warpgroup (PlanScoreWarpgroup.cpp; not lowered yet, docs/architecture.md): a
+/// warp-specialized loop whose scores, a gemm chain split over the two consumer warpgroups by
+/// columns into a fragment of one warpgroup's rows, warpgroup 0 can compute alone, with what
+/// follows from them.
+struct ScoreWarpgroup {
+  const tile::Stmt *loop = nullptr;
+  tile::BufferPtr scores;
+  std::vector<const tile::Stmt *> chain; // the gemms into the scores, the first clearing
+  std::vector<const tile::Stmt *> owned; // the loop's statements warpgroup 0 alone runs
+  /// Row values warpgroup 0 computes that statements of both warpgroups read: in the loop (the
+  /// rescale), and after it (the running max, the sum).
+  std::vector<tile::BufferPtr> published, publishedAfter;
+  /// Fragments warpgroup 0 computes that a gemm of both warpgroups takes as its A operand (P).
+  std::vector<tile::BufferPtr> handedOver;
+};
+
 struct KernelPlan {
   /// infer-layouts: the layout of every fragment (and local buffer), by buffer id.
   std::map<int, analysis::FragmentLayout> fragments;
@@ -174,6 +190,8 @@ struct KernelPlan {
   int64_t scratchBase = 0;
   /// defer-row-sums: the row sums reduced across threads after their loop.
   std::vector<DeferredSum> deferredSums;
+  /// plan-score-warpgroup: the loops whose scores warpgroup 0 can compute alone.
+  std::vector<ScoreWarpgroup> scoreWarpgroups;
 };
 
 /// One plan per kernel of the program, in the program's order.
@@ -234,6 +252,10 @@ void planShared(const tile::Program &p, const target::TargetInfo &t, ProgramPlan
 /// defer-row-sums: the row sums that can wait for the end of their loop to be reduced across
 /// threads (the rules are in PlanDeferredSums.cpp).
 void planDeferredSums(const tile::Program &p, ProgramPlan &plan);
+
+/// plan-score-warpgroup: the loops whose scores warpgroup 0 can compute alone (the rules are in
+/// PlanScoreWarpgroup.cpp).
+void planScoreWarpgroups(const tile::Program &p, ProgramPlan &plan);
 
 /// Human-readable form of what the planning passes recorded so far, for --dump-after.
 std::string printPlan(const tile::Program &p, const ProgramPlan &plan);

@@ -5,6 +5,7 @@
 #include "lower/Plan.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 
@@ -96,6 +97,21 @@ void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) 
                        "across threads after the loop at {}:{}\n",
                        d.sum->name, d.reduce->loc.line, d.reduce->loc.col, d.accumulator->name,
                        d.loop->loc.line, d.loop->loc.col);
+  auto names = [](const std::vector<tile::BufferPtr> &bs) {
+    std::vector<std::string> quoted;
+    for (const tile::BufferPtr &b : bs)
+      quoted.push_back(fmt::format("'{}'", b->name));
+    return quoted.empty() ? std::string("none") : fmt::format("{}", fmt::join(quoted, ", "));
+  };
+  for (const ScoreWarpgroup &sw : kp.scoreWarpgroups)
+    out += fmt::format("  score warpgroup: the loop at {}:{} can compute '{}' ({} gemm{} from "
+                       "{}:{}) on warpgroup 0 alone with {} statement{} after them; published: "
+                       "{}; after the loop: {}; handed over: {}\n",
+                       sw.loop->loc.line, sw.loop->loc.col, sw.scores->name, sw.chain.size(),
+                       sw.chain.size() == 1 ? "" : "s", sw.chain.front()->loc.line,
+                       sw.chain.front()->loc.col, sw.owned.size() - sw.chain.size(),
+                       sw.owned.size() - sw.chain.size() == 1 ? "" : "s", names(sw.published),
+                       names(sw.publishedAfter), names(sw.handedOver));
 }
 
 } // namespace
