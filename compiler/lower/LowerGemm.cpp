@@ -275,7 +275,8 @@ bool KernelLowering::checkFloat8Gemm(const tile::Stmt &s, const tile::Gemm &g) {
 void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, thir::Body &out) {
   const tile::BufferPtr &A = g.a.buffer, &B = g.b.buffer, &C = g.c.buffer;
   const FragmentLayout &lc = fragmentLayouts_.at(C->id);
-  std::optional<analysis::WgmmaPlan> plan = analysis::planWgmma(g, tileThreads_);
+  // Over the accumulator's threads: the tile's, or one warpgroup's (plan-score-warpgroup).
+  std::optional<analysis::WgmmaPlan> plan = analysis::planWgmma(g, lc.threads);
   if (!plan || plan->groupsM * 4 != lc.warpsM || plan->groupsN != lc.warpsN) {
     unsupported(s.loc, fmt::format("this gemm into '{}' ({}) on wgmma with another warpgroup "
                                    "split than the gemm that fixed the accumulator's layout",
