@@ -11,7 +11,9 @@
 #                                 MLA decode and split timings), the attention rows against cuDNN
 #                                 at B8 H16 S4096 / 2048 / 1024 and B2 H4 S1000, and the W4A16
 #                                 rows against cuBLAS at M = 16 and 4096 (N = K = 8192); logs in
-#                                 $OUT (the lender returns at most 8 files)
+#                                 $OUT (the lender returns at most 8 files). MLA's A/B builds
+#                                 (mla-split-launch-ab.sh build, split64 and decode) run after
+#                                 attention_gpu when .gpu/ab or .gpu/ab-decode was packed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 archive=$root/.portable/issue-rows.tar.xz
@@ -37,6 +39,15 @@ run)
   step() { echo "$1 done after $(($(date +%s) - t0)) s" | tee -a "$out/card.txt"; }
   TIMEOUT_EACH=200 OUT=$out "$root/scripts/gpu-test.sh" run attention_gpu >"$out/attention.log" 2>&1 || true
   step attention_gpu
+  # A/B builds of MLA (scripts/mla-split-launch-ab.sh build), when they were packed too.
+  if [ -d "$root/.gpu/ab" ]; then
+    timeout 120 "$root/scripts/mla-split-launch-ab.sh" run 1 >"$out/ab-split.log" 2>&1 || true
+    step ab-split
+  fi
+  if [ -d "$root/.gpu/ab-decode" ]; then
+    KERNEL=decode timeout 90 "$root/scripts/mla-split-launch-ab.sh" run 1 >"$out/ab-decode.log" 2>&1 || true
+    step ab-decode
+  fi
   BENCH_CASES=$attention BENCH_SHAPES=8x16x4096,8x16x2048,8x16x1024,2x4x1000 OUT=$out \
     timeout 200 "$root/scripts/bench-attention.sh" run >"$out/bench-attention.log" 2>&1 || true
   step bench-attention

@@ -58,7 +58,15 @@ int64_t FragmentLayout::copiesPerElement() const {
 }
 
 bool FragmentLayout::rowsOf(const FragmentLayout &p) const {
-  if (threads != p.threads || shape.front() != p.shape.front())
+  if (shape.front() != p.shape.front())
+    return false;
+  // A wgmma accumulator of one warpgroup (plan-score-warpgroup's scores) and the row values of
+  // a wider one warpgroup row high: warp w of the warpgroup holds rows 16 (w % 4) .. + 15 of
+  // both, in the same slots.
+  if (kind == Kind::MmaRows && p.kind == Kind::MmaAccumulator && warpgroup && p.warpgroup &&
+      p.threads == 128 && threads > 128 && warpsM == 4 && p.warpsM == 4 && p.warpsN == 1)
+    return true;
+  if (threads != p.threads)
     return false;
   if (kind == Kind::GroupReplicated)
     return (p.kind == Kind::RowGroups || p.kind == Kind::GroupReplicated) && p.groups == groups;

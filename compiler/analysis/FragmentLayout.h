@@ -115,7 +115,8 @@ struct FragmentLayout {
   bool rowValues() const {
     return kind == Kind::GroupReplicated || kind == Kind::MmaRows || kind == Kind::MfmaRows;
   }
-  /// Whether `parent` (a 2-D distributed layout) holds rows the way this row layout does.
+  /// Whether `parent` (a 2-D distributed layout) holds rows the way this row layout does, in
+  /// each of the parent's threads (which may be the first warpgroup of this layout's).
   bool rowsOf(const FragmentLayout &parent) const;
   int64_t total() const;
   int64_t chunks() const { return total() / vector; }

@@ -318,6 +318,7 @@ std::string codegenFlags(const DriverOptions &opts) {
                                   {opts.noPingPong, "--no-ping-pong"},
                                   {opts.noTmaPrologue, "--no-tma-prologue"},
                                   {opts.noDeferredSums, "--no-deferred-sums"},
+                                  {opts.noScoreWarpgroup, "--no-score-warpgroup"},
                                   {opts.overlapGemms, "--overlap-gemms"},
                                   {opts.noOverlapGemms, "--no-overlap-gemms"},
                                   {opts.pingPongTiles, "--ping-pong-tiles"}})

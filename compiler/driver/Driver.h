@@ -41,6 +41,8 @@ struct DriverOptions {
   /// --no-deferred-sums: every row sum is reduced across threads where it is computed (no
   /// defer-row-sums).
   bool noDeferredSums = false;
+  /// --no-score-warpgroup: no plan-score-warpgroup (the scores split as their gemm policy says).
+  bool noScoreWarpgroup = false;
   /// --overlap-gemms: attention-like loops overlap their last gemm with the next iteration's
   /// work (lower::PlanOptions::overlapGemms).
   bool overlapGemms = false;

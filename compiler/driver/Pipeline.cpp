@@ -127,7 +127,8 @@ bool runDeferRowSums(Compilation &c) {
 }
 
 bool runPlanScoreWarpgroup(Compilation &c) {
-  lower::planScoreWarpgroups(*c.program, c.plan);
+  if (!c.opts.noScoreWarpgroup)
+    lower::planScoreWarpgroups(*c.program, c.target, c.plan);
   return true;
 }
 

@@ -132,6 +132,10 @@ int main(int argc, char **argv) {
                   "reduce every row sum across threads where it is computed, rather than once "
                   "after a loop that only accumulates it (attention's row sums, "
                   "FlashAttention-2's order)");
+    cmd->add_flag("--no-score-warpgroup", opts.noScoreWarpgroup,
+                  "split the scores of a warp-specialized loop over both consumer warpgroups as "
+                  "its gemm policy says, rather than computing them and their softmax on "
+                  "warpgroup 0 alone where the loop allows it (MLA decode, docs/results.md)");
     cmd->add_flag("--no-tma-prologue", opts.noTmaPrologue,
                   "the consumers of a warp-specialized loop load the tiles copied before it "
                   "(attention's Q) themselves, rather than the producer by TMA");

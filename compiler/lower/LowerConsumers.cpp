@@ -208,6 +208,19 @@ void KernelLowering::WarpSpecialized::lowerIteration(thir::Expr it, bool peeled,
 }
 
 void KernelLowering::WarpSpecialized::consumerTile(thir::Body &into) {
+  if (score_) {
+    scoreLoops(into);
+    kl_.finishDeferredSums(kl_.k_.body[next_], into);
+    publishAfter(into);
+  } else {
+    mainLoop(into);
+    kl_.finishDeferredSums(kl_.k_.body[next_], into);
+  }
+  for (size_t i = next_ + 1; i < kl_.k_.body.size() && !kl_.failed_; ++i)
+    kl_.lowerStmt(kl_.k_.body[i], into, {});
+}
+
+void KernelLowering::WarpSpecialized::mainLoop(thir::Body &into) {
   thir::ForStmt loop = countingLoop(kl_.nextVar_++, n_);
   thir::Expr it = thir::var(loop.var, i32t_);
   if (overlap_) {
@@ -275,9 +288,6 @@ void KernelLowering::WarpSpecialized::consumerTile(thir::Body &into) {
                                    {}}});
     }
   }
-  kl_.finishDeferredSums(kl_.k_.body[next_], into);
-  for (size_t i = next_ + 1; i < kl_.k_.body.size() && !kl_.failed_; ++i)
-    kl_.lowerStmt(kl_.k_.body[i], into, {});
 }
 
 } // namespace tilec::lower::detail

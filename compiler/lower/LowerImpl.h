@@ -211,9 +211,9 @@ public:
   /// Lowers `k` as `plan` (from the planning passes) decided.
   KernelLowering(const tile::Kernel &k, const KernelPlan &plan, DiagnosticEngine &diags,
                  const Options &opts)
-      : fragmentLayouts_(plan.fragments), pipelines_(plan.pipelines),
-        shared_(plan.shared), deferredSums_(plan.deferredSums), k_(k), diags_(diags), opts_(opts),
-        scratchBase_(plan.scratchBase),
+      : fragmentLayouts_(plan.fragments), pipelines_(plan.pipelines), shared_(plan.shared),
+        deferredSums_(plan.deferredSums), scoreWarpgroups_(plan.scoreWarpgroups), k_(k),
+        diags_(diags), opts_(opts), scratchBase_(plan.scratchBase),
         tileThreads_(plan.tileThreads ? plan.tileThreads : k.threads) {
     out_.dynamicSharedBytes = static_cast<int>(plan.scratchBase);
   }
@@ -480,6 +480,7 @@ private:
   bool isDeferredSum(const tile::Stmt &s) const;
   void finishDeferredSums(const tile::Stmt &loop, thir::Body &out);
   const std::vector<DeferredSum> &deferredSums_;
+  const std::vector<ScoreWarpgroup> &scoreWarpgroups_;
   // ---- LowerScan.cpp: tile operations done through shared memory ----------------------------
   void lowerCumsum(const tile::Stmt &s, const tile::Cumsum &c, thir::Body &out);
   /// Reductions the register paths do not cover (any rank and dimension, shared buffers): the

@@ -140,6 +140,9 @@ KernelLowering::WarpSpecialized::WarpSpecialized(KernelLowering &kl, const Pipel
   auto b0 = tile::asConstInt(f_.begins[0]), n0 = tile::asConstInt(f_.extents[0]);
   if (b0 && n0)
     range_ = Interval{*b0, *b0 + std::max<int64_t>(*n0 - 1, 0)};
+  for (const ScoreWarpgroup &sw : kl.scoreWarpgroups_)
+    if (sw.loop == &kl.k_.body[next_])
+      score_ = &sw;
   issued_.insert(plan.copies.begin(), plan.copies.end());
   if (overlap_)
     issued_.insert(overlap_->rotated.begin(), overlap_->rotated.end());
@@ -210,6 +213,10 @@ void KernelLowering::WarpSpecialized::initBarriers(thir::Body &out) {
     }
   if (prologueByTma_)
     init.then.push_back({thir::MbarrierInit{i32(plan_.prologueBarrier()), i32(1)}});
+  if (score_) {
+    init.then.push_back({thir::MbarrierInit{i32(score_->readyBarrier), i32(128)}});
+    init.then.push_back({thir::MbarrierInit{i32(score_->freeBarrier), i32(128)}});
+  }
   init.then.push_back({thir::FenceMbarrierInit{}});
   out.push_back({std::move(init)});
   out.push_back({thir::Barrier{}});

@@ -148,20 +148,40 @@ struct DeferredSum {
   tile::BufferPtr sum, accumulator, source;
 };
 
-/// plan-score-warpgroup (PlanScoreWarpgroup.cpp; not lowered yet, docs/architecture.md): a
-/// warp-specialized loop whose scores, a gemm chain split over the two consumer warpgroups by
-/// columns into a fragment of one warpgroup's rows, warpgroup 0 can compute alone, with what
-/// follows from them.
+/// plan-score-warpgroup (PlanScoreWarpgroup.cpp): a warp-specialized loop whose scores, a gemm
+/// chain split over the two consumer warpgroups by columns into a fragment of one warpgroup's
+/// rows, warpgroup 0 computes alone, with what follows from them. Lowering gives each consumer
+/// warpgroup a loop of its own (LowerScoreWarpgroup.cpp).
 struct ScoreWarpgroup {
   const tile::Stmt *loop = nullptr;
   tile::BufferPtr scores;
   std::vector<const tile::Stmt *> chain; // the gemms into the scores, the first clearing
   std::vector<const tile::Stmt *> owned; // the loop's statements warpgroup 0 alone runs
+  /// What warpgroup 0 hands over to warpgroup 1: a fragment or shared buffer (`value`), and the
+  /// shared buffer it goes through (the same buffer when it is shared already).
+  struct Handover {
+    tile::BufferPtr value, shared;
+  };
   /// Row values warpgroup 0 computes that statements of both warpgroups read: in the loop (the
   /// rescale), and after it (the running max, the sum).
-  std::vector<tile::BufferPtr> published, publishedAfter;
-  /// Fragments warpgroup 0 computes that a gemm of both warpgroups takes as its A operand (P).
-  std::vector<tile::BufferPtr> handedOver;
+  std::vector<Handover> published, publishedAfter;
+  /// What a gemm of both warpgroups takes as its A operand from warpgroup 0 (P).
+  std::vector<Handover> handedOver;
+  /// The shared buffers the plan added (for fragments), placed in the scratch space it took.
+  std::map<int, SharedPlacement> placements;
+  /// The statements of both warpgroups that read a handed-over fragment, rewritten to read its
+  /// shared copy.
+  std::map<const tile::Stmt *, tile::Stmt> rewritten;
+  /// The loop body's first statement of both warpgroups after warpgroup 0's (where the hand-over
+  /// happens), and the first of warpgroup 0's that writes a handed-over shared buffer (where
+  /// it waits until warpgroup 1 has read the last one); body.size() when there is none.
+  size_t handOffAt = 0, firstHandedWrite = 0;
+  /// mbarriers of 128 arrivals: `ready` (warpgroup 0 has handed over an iteration's values)
+  /// and `free` (warpgroup 1 has read them).
+  int64_t readyBarrier = 0, freeBarrier = 0;
+  bool owns(const tile::Stmt *s) const {
+    return std::find(owned.begin(), owned.end(), s) != owned.end();
+  }
 };
 
 struct KernelPlan {
@@ -190,7 +210,7 @@ struct KernelPlan {
   int64_t scratchBase = 0;
   /// defer-row-sums: the row sums reduced across threads after their loop.
   std::vector<DeferredSum> deferredSums;
-  /// plan-score-warpgroup: the loops whose scores warpgroup 0 can compute alone.
+  /// plan-score-warpgroup: the loops whose scores warpgroup 0 computes alone.
   std::vector<ScoreWarpgroup> scoreWarpgroups;
 };
 
@@ -253,9 +273,10 @@ void planShared(const tile::Program &p, const target::TargetInfo &t, ProgramPlan
 /// threads (the rules are in PlanDeferredSums.cpp).
 void planDeferredSums(const tile::Program &p, ProgramPlan &plan);
 
-/// plan-score-warpgroup: the loops whose scores warpgroup 0 can compute alone (the rules are in
-/// PlanScoreWarpgroup.cpp).
-void planScoreWarpgroups(const tile::Program &p, ProgramPlan &plan);
+/// plan-score-warpgroup: the loops whose scores warpgroup 0 computes alone (the rules are in
+/// PlanScoreWarpgroup.cpp). Re-lays out the fragments of the scores' shape it gives warpgroup 0
+/// over that warpgroup's 128 threads, and takes scratch space for the hand-over.
+void planScoreWarpgroups(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan);
 
 /// Human-readable form of what the planning passes recorded so far, for --dump-after.
 std::string printPlan(const tile::Program &p, const ProgramPlan &plan);

@@ -97,21 +97,28 @@ void printKernel(const tile::Kernel &k, const KernelPlan &kp, std::string &out) 
                        "across threads after the loop at {}:{}\n",
                        d.sum->name, d.reduce->loc.line, d.reduce->loc.col, d.accumulator->name,
                        d.loop->loc.line, d.loop->loc.col);
-  auto names = [](const std::vector<tile::BufferPtr> &bs) {
+  auto names = [](const std::vector<ScoreWarpgroup::Handover> &hs) {
     std::vector<std::string> quoted;
-    for (const tile::BufferPtr &b : bs)
-      quoted.push_back(fmt::format("'{}'", b->name));
+    for (const ScoreWarpgroup::Handover &h : hs)
+      quoted.push_back(fmt::format("'{}'", h.value->name));
     return quoted.empty() ? std::string("none") : fmt::format("{}", fmt::join(quoted, ", "));
   };
-  for (const ScoreWarpgroup &sw : kp.scoreWarpgroups)
-    out += fmt::format("  score warpgroup: the loop at {}:{} can compute '{}' ({} gemm{} from "
-                       "{}:{}) on warpgroup 0 alone with {} statement{} after them; published: "
-                       "{}; after the loop: {}; handed over: {}\n",
-                       sw.loop->loc.line, sw.loop->loc.col, sw.scores->name, sw.chain.size(),
-                       sw.chain.size() == 1 ? "" : "s", sw.chain.front()->loc.line,
-                       sw.chain.front()->loc.col, sw.owned.size() - sw.chain.size(),
-                       sw.owned.size() - sw.chain.size() == 1 ? "" : "s", names(sw.published),
-                       names(sw.publishedAfter), names(sw.handedOver));
+  for (const ScoreWarpgroup &sw : kp.scoreWarpgroups) {
+    std::vector<std::string> copies;
+    for (const auto &[id, sp] : sw.placements)
+      copies.push_back(fmt::format("{}", sp.offset));
+    out += fmt::format(
+        "  score warpgroup: the loop at {}:{} computes '{}' ({} gemm{} from "
+        "{}:{}) on warpgroup 0 alone with {} statement{} after them; published: "
+        "{}; after the loop: {}; handed over: {}; shared copies at byte {}, "
+        "mbarriers at byte {}\n",
+        sw.loop->loc.line, sw.loop->loc.col, sw.scores->name, sw.chain.size(),
+        sw.chain.size() == 1 ? "" : "s", sw.chain.front()->loc.line, sw.chain.front()->loc.col,
+        sw.owned.size() - sw.chain.size(), sw.owned.size() - sw.chain.size() == 1 ? "" : "s",
+        names(sw.published), names(sw.publishedAfter), names(sw.handedOver),
+        copies.empty() ? std::string("none") : fmt::format("{}", fmt::join(copies, ", ")),
+        sw.readyBarrier);
+  }
 }
 
 } // namespace

@@ -69,6 +69,8 @@ private:
   void loadPrologue(thir::Body &consumer);
   /// One tile's main loop and the statements after it.
   void consumerTile(thir::Body &into);
+  /// The main loop of both consumer warpgroups in step.
+  void mainLoop(thir::Body &into);
   /// Iteration `it`'s statements (the producer's copies aside).
   void lowerIteration(thir::Expr it, bool peeled, thir::Body &body);
   /// Whether statement `i` of the loop body is a gemm that the next one (not issued by the
@@ -84,6 +86,21 @@ private:
   void issueRotated(thir::Expr it, thir::Body &body);
   void waitRotated(thir::Expr it, thir::Body &body);
   thir::Wgmma::Turn overlapTurn(bool wait, bool pass) const;
+  // ---- Scores on warpgroup 0 (LowerScoreWarpgroup.cpp, plan-score-warpgroup) ---------------
+  /// One loop per consumer warpgroup, each a sync group of its own.
+  void scoreLoops(thir::Body &into);
+  /// Warpgroup 0's (`first`) or warpgroup 1's iteration `it`.
+  void scoreIteration(thir::Expr it, bool first, thir::Body &body);
+  /// Warpgroup 0 waits until warpgroup 1 has read what it handed over in the iteration before.
+  void waitFree(thir::Expr all, thir::Body &body);
+  /// Warpgroup 0 hands over an iteration's values; warpgroup 1 waits for them and reads them.
+  void handOff(thir::Expr all, thir::Body &body);
+  void receive(thir::Expr all, thir::Body &body);
+  /// After the loops, warpgroup 1 gets the row values read after the loop.
+  void publishAfter(thir::Body &into);
+  /// Lowers copy(from, to), both whole buffers.
+  void copyWhole(const tile::BufferPtr &from, const tile::BufferPtr &to, thir::Body &body);
+
   /// setmaxnreg for both roles, once the occupancy is known (the whole kernel lowered).
   void splitRegisters(thir::Body &producer, thir::Body &consumer);
 
@@ -117,6 +134,8 @@ private:
   const tile::For &f_;
   /// Only a GEMM's loop (copies and one gemm) is rasterized by default.
   const bool rasterized_;
+  /// The loop's scores warpgroup 0 computes alone, if plan-score-warpgroup said so.
+  const ScoreWarpgroup *score_ = nullptr;
   /// The gemm a loop leaves in flight into the next iteration, if any.
   const tile::Gemm *inFlight_ = nullptr;
   /// The loop variable's range when the loop's bounds are constants.

@@ -67,6 +67,13 @@ bool Region::whole() const {
   return true;
 }
 
+Region wholeRegion(const BufferPtr &b, SourceLoc loc) {
+  Region r{b, {}, loc};
+  for (const Expr &d : b->shape)
+    r.dims.push_back({intImm(0), d, false});
+  return r;
+}
+
 std::vector<Expr> Region::shape() const {
   std::vector<Expr> s;
   for (const RegionDim &d : dims)

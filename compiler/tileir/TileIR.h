@@ -160,6 +160,9 @@ struct Region {
   bool whole() const;
 };
 
+/// All of `b` (zero starts, full extents).
+Region wholeRegion(const BufferPtr &b, SourceLoc loc = {});
+
 struct Stmt;
 using Body = std::vector<Stmt>;
 

@@ -56,6 +56,31 @@ TEST_CASE("wgmma accumulators over several tiles and warpgroups are ownership ma
   }
 }
 
+TEST_CASE("one warpgroup's m64nN accumulator has the rows of a wider one's row values") {
+  // plan-score-warpgroup: S over warpgroup 0 (64 x 64), the row values laid out for O over two
+  // warpgroups (64 x 512, split by columns). Each of warpgroup 0's threads holds, in row slot
+  // (i >> 1) & 1, the row of its accumulator register i.
+  FragmentLayout s = wgmmaAccumulator(64, 64, 1, 1), o = wgmmaAccumulator(64, 512, 1, 2);
+  FragmentLayout rows = o;
+  rows.kind = FragmentLayout::Kind::MmaRows;
+  rows.shape = {64};
+  CHECK(rows.rowsOf(s));
+  for (int64_t tid = 0; tid < 128; ++tid)
+    for (int64_t i = 0; i < s.slots(); ++i)
+      CHECK(rows.elementAt(tid, (i >> 1) & 1) == *s.elementAt(tid, i) / 64);
+  // Not the rows of a warpgroup's accumulator when they are laid out over two warpgroups along
+  // M, nor a one-warpgroup row layout's rows of the wider accumulator.
+  FragmentLayout tall = wgmmaAccumulator(128, 64, 2, 1);
+  tall.kind = FragmentLayout::Kind::MmaRows;
+  tall.shape = {128};
+  FragmentLayout s128 = wgmmaAccumulator(128, 64, 1, 1);
+  CHECK_FALSE(tall.rowsOf(s128));
+  FragmentLayout narrow = s;
+  narrow.kind = FragmentLayout::Kind::MmaRows;
+  narrow.shape = {64};
+  CHECK_FALSE(narrow.rowsOf(o));
+}
+
 TEST_CASE("mma.sync accumulators keep their warp-blocked rows") {
   FragmentLayout l;
   l.kind = FragmentLayout::Kind::MmaAccumulator;
