@@ -238,6 +238,21 @@ std::string layoutReport(const tile::Program &p, const lower::Lowered &low,
         sums.push_back(sj);
       }
     kj["deferred_sums"] = sums;
+    ordered_json scores = ordered_json::array();
+    for (const lower::ScoreWarpgroupRecord &r : low.scoreWarpgroups)
+      if (r.kernel == k.name) {
+        ordered_json sj = position(r.loop);
+        sj["scores"] = r.scores;
+        ordered_json stmts = ordered_json::array();
+        for (const SourceLoc &s : r.statements)
+          stmts.push_back(position(s));
+        sj["warpgroup0_statements"] = stmts;
+        sj["published"] = r.published;
+        sj["published_after_loop"] = r.publishedAfter;
+        sj["handed_over"] = r.handedOver;
+        scores.push_back(sj);
+      }
+    kj["score_warpgroups"] = scores;
     report["kernels"].push_back(kj);
   }
   return report.dump(2) + "\n";

@@ -737,6 +737,21 @@ std::optional<Lowered> lowerToThreadIR(const tile::Program &p, const ProgramPlan
     for (const DeferredSum &d : plan.kernels.at(i).deferredSums)
       result.deferredSums.push_back(
           {k.name, d.reduce->loc, d.loop->loc, d.sum->name, d.accumulator->name});
+    for (const ScoreWarpgroup &sw : plan.kernels.at(i).scoreWarpgroups) {
+      ScoreWarpgroupRecord r{k.name, sw.loop->loc, sw.scores->name, {}, {}, {}, {}};
+      for (const tile::Stmt *s : sw.owned)
+        r.statements.push_back(s->loc);
+      auto names = [](const std::vector<ScoreWarpgroup::Handover> &hs) {
+        std::vector<std::string> n;
+        for (const ScoreWarpgroup::Handover &h : hs)
+          n.push_back(h.value->name);
+        return n;
+      };
+      r.published = names(sw.published);
+      r.publishedAfter = names(sw.publishedAfter);
+      r.handedOver = names(sw.handedOver);
+      result.scoreWarpgroups.push_back(std::move(r));
+    }
   }
   if (!ok)
     return std::nullopt;

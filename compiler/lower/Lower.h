@@ -87,10 +87,19 @@ struct DeferredSumRecord {
   SourceLoc reduce, loop;
   std::string sum, accumulator; // buffer names
 };
+/// A loop whose scores plan-score-warpgroup gives warpgroup 0, for the layout report.
+struct ScoreWarpgroupRecord {
+  std::string kernel;
+  SourceLoc loop;
+  std::string scores;                // the fragment the gemm chain computes
+  std::vector<SourceLoc> statements; // warpgroup 0's statements of the loop body
+  std::vector<std::string> published, publishedAfter, handedOver; // buffer names
+};
 struct Lowered {
   thir::Module module;
   std::vector<PipelineRecord> pipelines;
   std::vector<DeferredSumRecord> deferredSums;
+  std::vector<ScoreWarpgroupRecord> scoreWarpgroups;
   std::vector<ParallelLoopRecord> parallelLoops;
   std::vector<FragmentRecord> fragments;
   std::vector<SharedRecord> shared;
