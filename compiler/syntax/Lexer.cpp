@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
-#include <optional>
 #include <string>
 
 namespace tilec {
@@ -304,17 +303,20 @@ void Lexer::lexMore() {
 void Lexer::handleLineStart() {
   uint32_t width = 0;
   size_t p = pos_;
-  std::optional<size_t> firstTab;
+  // Where the line's first tab is, or npos (a plain index: GCC 12 reports an std::optional here
+  // as maybe used uninitialized).
+  constexpr size_t kNoTab = std::string::npos;
+  size_t firstTab = kNoTab;
   for (;;) {
     width = 0;
-    firstTab.reset();
+    firstTab = kNoTab;
     p = pos_;
     while (p < src_.size()) {
       char c = src_[p];
       if (c == ' ') {
         ++width;
       } else if (c == '\t') {
-        if (!firstTab)
+        if (firstTab == kNoTab)
           firstTab = p;
         width = (width / 8 + 1) * 8;
       } else if (c != '\r' && c != '\f') {
@@ -336,8 +338,8 @@ void Lexer::handleLineStart() {
   atLineStart_ = false;
   if (p >= src_.size())
     return; // end of file; handleEof closes the blocks
-  if (firstTab)
-    diags_.error(locAt(*firstTab), "tabs are not allowed in indentation; use spaces");
+  if (firstTab != kNoTab)
+    diags_.error(locAt(firstTab), "tabs are not allowed in indentation; use spaces");
   SourceLoc loc = locAt(p);
   if (width > indents_.back()) {
     indents_.push_back(width);
