@@ -26,6 +26,17 @@ void KernelLowering::WarpSpecialized::copyWhole(const tile::BufferPtr &from,
   kl_.lowerStmt(copy, body, {});
 }
 
+// Warpgroup 0 holds the rows of a handed-over fragment it multiplies (P over its 128 threads,
+// O's rows those of the warpgroup): its own gemm takes them from registers, which leaves its
+// loop without a barrier of its own (nothing it reads in shared memory is written by its other
+// threads), and only warpgroup 1 reads the shared copy.
+bool KernelLowering::WarpSpecialized::aInRegisters(const tile::Stmt &st) const {
+  const tile::Gemm &g = std::get<tile::Gemm>(st.op);
+  return g.a.buffer->scope != tile::Scope::Shared &&
+         analysis::wgmmaTakesAInRegisters(kl_.fragmentLayouts_.at(g.a.buffer->id),
+                                          kl_.fragmentLayouts_.at(g.c.buffer->id));
+}
+
 void KernelLowering::WarpSpecialized::waitFree(thir::Expr all, thir::Body &body) {
   body.push_back(
       {thir::IfStmt{thir::binary(thir::BinOp::Gt, all, i32(0)),
@@ -75,7 +86,8 @@ void KernelLowering::WarpSpecialized::scoreIteration(thir::Expr it, bool first, 
     // Warpgroup 0's chain of score gemms runs back to back (as in lowerIteration).
     kl_.wgmmaPending_ = first && chainsIntoNext(i) ? 1 : 0;
     auto rewritten = sw.rewritten.find(&st);
-    kl_.lowerStmt(rewritten != sw.rewritten.end() ? rewritten->second : st, body, {});
+    const bool ownOperand = first && rewritten != sw.rewritten.end() && aInRegisters(st);
+    kl_.lowerStmt(rewritten == sw.rewritten.end() || ownOperand ? st : rewritten->second, body, {});
   }
   kl_.wgmmaPending_ = 0;
   if (!first)

@@ -98,6 +98,9 @@ private:
   void receive(thir::Expr all, thir::Body &body);
   /// After the loops, warpgroup 1 gets the row values read after the loop.
   void publishAfter(thir::Body &into);
+  /// Whether warpgroup 0's own gemm `st` (of both warpgroups) reads its A operand, handed over,
+  /// from its registers.
+  bool aInRegisters(const tile::Stmt &st) const;
   /// Lowers copy(from, to), both whole buffers.
   void copyWhole(const tile::BufferPtr &from, const tile::BufferPtr &to, thir::Body &body);
 
