@@ -36,6 +36,13 @@ build)
   mkdir -p "$gpu/gen/mla64"
   "$tilec" compile "$root/samples/mla_decode_split.tile" -o "$gpu/gen/mla64" -D num_split=64 \
     --namespace tile::mla_split64 --emit cubin,ptx,header,layout
+  # MLA with the scores split over both consumer warpgroups as the policy says (the schedule
+  # before plan-score-warpgroup, still what --no-score-warpgroup builds).
+  mkdir -p "$gpu/gen/mla_policy" "$gpu/gen/mla_split_policy"
+  "$tilec" compile "$root/samples/mla_decode.tile" -o "$gpu/gen/mla_policy" --no-score-warpgroup \
+    --namespace tile::mla_policy --emit cubin,ptx,header,layout
+  "$tilec" compile "$root/samples/mla_decode_split.tile" -o "$gpu/gen/mla_split_policy" \
+    --no-score-warpgroup --namespace tile::mla_split_policy --emit cubin,ptx,header,layout
   # GEMM samples for both arch paths, in namespaces that can share a test program.
   for sample in gemm_relu gemm_bias_gelu flash_attention softmax rmsnorm_silu mla_decode_split; do
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen/sm_90a" --arch sm_90a --emit cubin,ptx,header,layout

@@ -11,6 +11,8 @@
 #include "mla/mla_decode.h"
 #include "mla16/mla_decode_split.h"
 #include "mla64/mla_decode_split.h"
+#include "mla_policy/mla_decode.h"
+#include "mla_split_policy/mla_decode_split.h"
 #include "overlap/flash_attention.h"
 #include "overlap_causal/flash_attention.h"
 #include "overlap_pp/flash_attention.h"
@@ -285,6 +287,12 @@ int main() {
   };
   MlaFn split90 = splitMla<tile::mla_decode_split::mla_decode_partial,
                            tile::mla_decode_split::mla_decode_combine, 4>();
+  MlaFn mlaPolicy = [](CUdeviceptr q, CUdeviceptr qpe, CUdeviceptr kv, CUdeviceptr kpe,
+                       CUdeviceptr out, int64_t batch, int64_t seqlen) {
+    CK(tile::mla_policy::mla_decode(nullptr, q, qpe, kv, kpe, out, batch, seqlen));
+  };
+  MlaFn splitPolicy = splitMla<tile::mla_split_policy::mla_decode_partial,
+                               tile::mla_split_policy::mla_decode_combine, 4>();
   MlaFn split80 = splitMla<tile::sm80::mla_decode_split::mla_decode_partial,
                            tile::sm80::mla_decode_split::mla_decode_combine, 4>();
   MlaFn split16 =
@@ -297,6 +305,10 @@ int main() {
   failures += runMla("mla_split sm_90a", split90, rng, 1, 1, false);
   failures += runMla("mla_split sm_90a", split90, rng, 2, 1000, false);
   failures += runMla("mla_split sm_80", split80, rng, 2, 1000, false);
+  // The scores split over both warpgroups by the policy (--no-score-warpgroup).
+  failures += runMla("mla_decode policy", mlaPolicy, rng, 2, 1000, false);
+  failures += runMla("mla_split policy", splitPolicy, rng, 1, 1, false);
+  failures += runMla("mla_split policy", splitPolicy, rng, 2, 1000, false);
   failures += runMla("mla_split sm_90a", split90, rng, 4, 16384, true);
   // Small batches, long context: 16 splits (-D num_split=16) fill the GPU.
   failures += runMla("mla_split16 sm_90a", split16, rng, 2, 1000, false);
