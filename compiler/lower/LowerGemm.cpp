@@ -17,8 +17,6 @@ using analysis::FragmentLayout;
 thir::Expr div(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::FloorDiv, a, i32(b)); }
 thir::Expr mod(thir::Expr a, int64_t b) { return thir::binary(thir::BinOp::Mod, a, i32(b)); }
 
-int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
 } // namespace
 
 thir::Expr KernelLowering::sharedOffset(const tile::BufferPtr &b,
@@ -407,9 +405,7 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
 
 bool KernelLowering::stageOperand(const tile::Stmt &s, const tile::BufferPtr &a, thir::Body &out) {
   const FragmentLayout &l = fragmentLayouts_.at(a->id);
-  std::vector<int64_t> shape;
-  for (const tile::Expr &d : a->shape)
-    shape.push_back(*tile::asConstInt(d));
+  const std::vector<int64_t> shape = constShape(a);
   SharedBuffer sb;
   sb.layout = analysis::chooseSharedLayout(shape, dtypeBytes(a->dtype));
   if (!l.distributed() || shape.size() != 2 || sb.layout.swizzleBytes == 0) {

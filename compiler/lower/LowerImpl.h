@@ -190,14 +190,6 @@ inline std::vector<thir::Expr> unflatten(thir::Expr flat, const std::vector<int6
   return idx;
 }
 
-/// The shape of an on-chip buffer (constant by construction).
-inline std::vector<int64_t> constShape(const tile::BufferPtr &b) {
-  std::vector<int64_t> s;
-  for (const tile::Expr &e : b->shape)
-    s.push_back(*tile::asConstInt(e));
-  return s;
-}
-
 /// The element of a fragment that a Parallel loop body is being lowered for.
 struct ElementContext {
   const analysis::FragmentLayout *layout = nullptr;

@@ -117,6 +117,17 @@ struct PipelinePlan {
   bool reusesBuffers = false;
 };
 
+/// `v` rounded up to a multiple of `a`.
+inline int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+/// The shape of an on-chip buffer (constant by construction).
+inline std::vector<int64_t> constShape(const tile::BufferPtr &b) {
+  std::vector<int64_t> s;
+  for (const tile::Expr &e : b->shape)
+    s.push_back(*tile::asConstInt(e));
+  return s;
+}
+
 /// Threads of the producer warpgroup a warp-specialized kernel adds to its consumer threads.
 inline constexpr int kProducerThreads = 128;
 /// Block columns per panel of the rasterization a warp-specialized kernel gets when it has no

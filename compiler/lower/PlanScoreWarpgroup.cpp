@@ -42,8 +42,6 @@ bool sharedOperands(const tile::Gemm &g) {
   return g.a.buffer->scope == tile::Scope::Shared && g.b.buffer->scope == tile::Scope::Shared;
 }
 
-int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
 std::optional<ScoreWarpgroup> scoreWarpgroupOf(const tile::Kernel &k, const KernelPlan &kp,
                                                size_t top, Persistence persistence) {
   const tile::Stmt &loopStmt = k.body[top];
@@ -248,21 +246,15 @@ bool placeHandover(const target::TargetInfo &t, KernelPlan &kp, ScoreWarpgroup &
     sw.placements[b->id] = sp;
     return tile::BufferPtr(b);
   };
-  auto shapeOf = [](const tile::BufferPtr &b) {
-    std::vector<int64_t> s;
-    for (const tile::Expr &d : b->shape)
-      s.push_back(*tile::asConstInt(d));
-    return s;
-  };
   for (ScoreWarpgroup::Handover &h : sw.handedOver)
     if (!h.shared) {
-      h.shared = add(h.value, h.value->name + ".handover", shapeOf(h.value));
+      h.shared = add(h.value, h.value->name + ".handover", constShape(h.value));
       if (sw.placements.at(h.shared->id).layout.swizzleBytes == 0)
         return false;
     }
   for (auto *list : {&sw.published, &sw.publishedAfter})
     for (ScoreWarpgroup::Handover &h : *list)
-      h.shared = add(h.value, h.value->name + ".handover", shapeOf(h.value));
+      h.shared = add(h.value, h.value->name + ".handover", constShape(h.value));
   at = alignUp(at, 8);
   sw.readyBarrier = at;
   sw.freeBarrier = at + 8;

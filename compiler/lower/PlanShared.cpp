@@ -14,8 +14,6 @@ namespace tilec::lower {
 
 namespace {
 
-int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
-
 bool contains(const tile::Stmt &st, const tile::For *loop) {
   const tile::Body *bodies[2] = {nullptr, nullptr};
   if (const auto *f = std::get_if<tile::For>(&st.op)) {
@@ -82,9 +80,7 @@ void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &
       if (b->scope != tile::Scope::Shared)
         continue;
       SharedPlacement sb;
-      std::vector<int64_t> shape;
-      for (const tile::Expr &d : b->shape)
-        shape.push_back(*tile::asConstInt(d));
+      const std::vector<int64_t> shape = constShape(b);
       sb.layout = analysis::chooseSharedLayout(shape, dtypeBytes(b->dtype));
       auto versions = kp.stagesOf.find(b->id);
       sb.versions = versions == kp.stagesOf.end() ? 1 : versions->second;
