@@ -84,18 +84,13 @@ std::optional<ScoreWarpgroup> scoreWarpgroupOf(const tile::Kernel &k, const Kern
     sw.chain.push_back(&body[end]);
   }
   sw.owned = sw.chain;
-  for (size_t i = 0; i < first; ++i) {
-    Refs r;
-    r.stmt(body[i]);
-    if (r.buffers.count(c))
-      return std::nullopt;
-  }
   if (std::any_of(body.begin() + static_cast<std::ptrdiff_t>(first),
                   body.begin() + static_cast<std::ptrdiff_t>(end),
                   [&](const tile::Stmt &s) { return issued(s); }))
     return std::nullopt;
   // What follows from the scores: statements that read what warpgroup 0 computes and write only
-  // fragments of the scores' shape, row values of its rows, or shared buffers.
+  // fragments laid out as the scores are (which the pass lays out again with them), row values
+  // of its rows, or shared buffers.
   std::set<int> owned{c};
   std::set<int> published, handedOver;
   auto rowValues = [&](int b) {
@@ -107,7 +102,7 @@ std::optional<ScoreWarpgroup> scoreWarpgroupOf(const tile::Kernel &k, const Kern
       return true;
     if (b->scope != tile::Scope::Fragment || !kp.fragments.count(b->id))
       return false;
-    return rowValues(b->id) || kp.fragments.at(b->id).shape == lc.shape;
+    return rowValues(b->id) || kp.fragments.at(b->id).sameAs(lc);
   };
   auto bufferOf = [&](int id) -> tile::BufferPtr {
     for (const tile::BufferPtr &b : k.buffers)
@@ -167,7 +162,8 @@ std::optional<ScoreWarpgroup> scoreWarpgroupOf(const tile::Kernel &k, const Kern
   }
   if (sw.handOffAt == body.size())
     return std::nullopt;
-  // Before the scores, nothing reads what warpgroup 0 computes: warpgroup 1 would not have it.
+  // Before the scores, nothing touches what warpgroup 0 computes (the scores included):
+  // warpgroup 1 would not have it.
   for (size_t i = 0; i < first; ++i) {
     Refs r;
     r.stmt(body[i]);
