@@ -208,14 +208,14 @@ void KernelLowering::WarpSpecialized::lowerIteration(thir::Expr it, bool peeled,
 }
 
 void KernelLowering::WarpSpecialized::consumerTile(thir::Body &into) {
-  if (score_) {
+  if (score_)
     scoreLoops(into);
-    kl_.finishDeferredSums(kl_.k_.body[next_], into);
-    publishAfter(into);
-  } else {
+  else
     mainLoop(into);
-    kl_.finishDeferredSums(kl_.k_.body[next_], into);
-  }
+  kl_.finishDeferredSums(kl_.k_.body[next_], into);
+  // Warpgroup 1 gets the finished row values warpgroup 0 alone computed.
+  if (score_)
+    publishAfter(into);
   for (size_t i = next_ + 1; i < kl_.k_.body.size() && !kl_.failed_; ++i)
     kl_.lowerStmt(kl_.k_.body[i], into, {});
 }
