@@ -101,10 +101,31 @@ class Peers:
         return tflops, ""
 
 
+def median(values):
+    """The median of a non-empty list (of an even count the upper middle one, as median_ms)."""
+    return sorted(values)[len(values) // 2]
+
+
+def round_ratios(tilec_runs, cudnn_runs):
+    """tilec/cuDNN of a cell: the median of each round's ratio, with the lowest and highest
+    where there was more than one round."""
+    ratios = [t[0] / c for t, (c, _) in zip(tilec_runs, cudnn_runs) if t[0] and c]
+    if not ratios:
+        return "-"
+    if len(ratios) == 1:
+        return f"{ratios[0]:.2f}x"
+    return f"{median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_run_options(ap, os.path.join(os.path.dirname(__file__), "..", ".bench-attention"), "BxHxS")
+    ap.add_argument("--rounds", type=int, default=int(os.environ.get("BENCH_ROUNDS", "1")),
+                    help="run tilec and cuDNN this many times per cell, in alternating order, "
+                         "and report medians (BENCH_ROUNDS)")
     args = ap.parse_args()
+    if args.rounds < 1:
+        sys.exit("--rounds must be at least 1")
     bench, cases, override, started = begin("tilec attention benchmark", args, read_cases)
 
     def read(name, default=""):
@@ -132,26 +153,36 @@ def main():
         for shape in override or case["shapes"]:
             shape_text = "x".join(map(str, shape))
             emit(f"## {name} {shape_text}")
-            order = ("tilec", "cudnn") if cell % 2 == 0 else ("cudnn", "tilec")
-            cell += 1
-            result = {}
-            for who in order:
-                if who == "tilec":
-                    result["tilec"] = run_tilec(binary, shape, args)
-                else:
-                    result["cudnn"] = peers.run("cudnn", dtype, D, causal, shape, args)
-            result["flash"] = peers.run("flash", dtype, D, causal, shape, args)
+            # Each round runs the pair in the order opposite to the round before, so that
+            # neither side always runs on the GPU the other has just heated.
+            tilec_runs, cudnn_runs = [], []
+            for _ in range(args.rounds):
+                order = ("tilec", "cudnn") if cell % 2 == 0 else ("cudnn", "tilec")
+                cell += 1
+                for who in order:
+                    if who == "tilec":
+                        tilec_runs.append(run_tilec(binary, shape, args))
+                    else:
+                        cudnn_runs.append(peers.run("cudnn", dtype, D, causal, shape, args))
+                if tilec_runs[-1][4].startswith("FAILED"):
+                    break
+            fla, fla_note = peers.run("flash", dtype, D, causal, shape, args)
             clk = clock()
             emit(f"CLOCK after {name} {shape_text}: {clk}")
-            ours, ms, _, _, status = result["tilec"]
+            status = next((r[4] for r in tilec_runs if r[4] != "ok"), "ok")
             if status.startswith("FAILED"):
                 failed.append(f"{name} {shape_text}: {status}")
-            cud, cud_note = result["cudnn"]
-            fla, fla_note = result["flash"]
+            ok_runs = [r for r in tilec_runs if r[4] == "ok"]
+            ours = median([r[0] for r in ok_runs]) if ok_runs else None
+            ms = median([r[1] for r in ok_runs]) if ok_runs else None
+            cud_values = [c for c, _ in cudnn_runs if c]
+            cud = median(cud_values) if cud_values else None
+            cud_note = next((n for c, n in cudnn_runs if not c), "")
             rows.append([name, f"{dtype} D={D}{' causal' if causal else ''}", shape_text,
                          f"{ms:.4f}" if ms is not None else "-", fmt(ours),
                          fmt(cud) if cud else cud_note, fmt(fla) if fla else fla_note,
-                         ratio(ours, cud), ratio(ours, fla), clk or "-", status])
+                         round_ratios(tilec_runs, cudnn_runs), ratio(ours, fla), clk or "-",
+                         status])
 
     head = ["case", "dtype", "B x H x S", "tilec ms", "tilec TFLOP/s", "cuDNN TFLOP/s",
             "FA2 TFLOP/s", "tilec/cuDNN", "tilec/FA2", "GPU after (SM clock, temp, power)",
@@ -160,7 +191,11 @@ def main():
                   "cuDNN and FA2 are torch.nn.functional.scaled_dot_product_attention on its "
                   "CUDNN_ATTENTION and FLASH_ATTENTION backends, same dtype, causality and "
                   "shape; TFLOP/s count 4 B H S^2 D, half of it causal. tilec and cuDNN ran back "
-                  "to back for every row.", head, rows, failed, args.out)
+                  "to back for every row" + (
+                      f", {args.rounds} rounds a row in alternating order: TFLOP/s are the "
+                      "medians of the rounds, tilec/cuDNN the median of the rounds' ratios "
+                      "(lowest-highest)." if args.rounds > 1 else "."),
+                  head, rows, failed, args.out)
 
 
 if __name__ == "__main__":

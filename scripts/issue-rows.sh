@@ -9,7 +9,8 @@
 #   scripts/issue-rows.sh run     on the GPU machine, with .portable/issue-rows.tar.xz carried:
 #                                 attention_gpu (every flash attention and MLA check, with the
 #                                 MLA decode and split timings), the attention rows against cuDNN
-#                                 at B8 H16 S4096 / 2048 / 1024 and B2 H4 S1000, and the W4A16
+#                                 at B8 H16 S4096 / 2048 / 1024 and B2 H4 S1000 (five rounds a
+#                                 row, medians), and the W4A16
 #                                 rows against cuBLAS at M = 16 and 4096 (N = K = 8192); logs in
 #                                 $OUT (the lender returns at most 8 files). MLA's A/B builds
 #                                 (mla-split-launch-ab.sh build, split64 and decode) run after
@@ -48,8 +49,8 @@ run)
     KERNEL=decode timeout 90 "$root/scripts/mla-split-launch-ab.sh" run 1 >"$out/ab-decode.log" 2>&1 || true
     step ab-decode
   fi
-  BENCH_CASES=$attention BENCH_SHAPES=8x16x4096,8x16x2048,8x16x1024,2x4x1000 OUT=$out \
-    timeout 200 "$root/scripts/bench-attention.sh" run >"$out/bench-attention.log" 2>&1 || true
+  BENCH_CASES=$attention BENCH_SHAPES=8x16x4096,8x16x2048,8x16x1024,2x4x1000 BENCH_ROUNDS=5 \
+    OUT=$out timeout 300 "$root/scripts/bench-attention.sh" run >"$out/bench-attention.log" 2>&1 || true
   step bench-attention
   BENCH_CASES=$w4a16 BENCH_SHAPES=16x8192x8192,4096x8192x8192 BENCH_REPS=100 OUT=$out \
     timeout 120 "$root/scripts/bench-gemm.sh" run >"$out/bench-gemm.log" 2>&1 || true
