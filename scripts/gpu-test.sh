@@ -43,6 +43,12 @@ build)
     --namespace tile::mla_policy --emit cubin,ptx,header,layout
   "$tilec" compile "$root/samples/mla_decode_split.tile" -o "$gpu/gen/mla_split_policy" \
     --no-score-warpgroup --namespace tile::mla_split_policy --emit cubin,ptx,header,layout
+  # MLA persistent (--persistent): each block walks several (batch, head block[, split]) tiles.
+  mkdir -p "$gpu/gen/mla_persistent" "$gpu/gen/mla_split_persistent"
+  "$tilec" compile "$root/samples/mla_decode.tile" -o "$gpu/gen/mla_persistent" --persistent \
+    --namespace tile::mla_persistent --emit cubin,ptx,header,layout
+  "$tilec" compile "$root/samples/mla_decode_split.tile" -o "$gpu/gen/mla_split_persistent" \
+    --persistent --namespace tile::mla_split_persistent --emit cubin,ptx,header,layout
   # GEMM samples for both arch paths, in namespaces that can share a test program.
   for sample in gemm_relu gemm_bias_gelu flash_attention softmax rmsnorm_silu mla_decode_split; do
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen/sm_90a" --arch sm_90a --emit cubin,ptx,header,layout

@@ -11,7 +11,9 @@
 #include "mla/mla_decode.h"
 #include "mla16/mla_decode_split.h"
 #include "mla64/mla_decode_split.h"
+#include "mla_persistent/mla_decode.h"
 #include "mla_policy/mla_decode.h"
+#include "mla_split_persistent/mla_decode_split.h"
 #include "mla_split_policy/mla_decode_split.h"
 #include "overlap/flash_attention.h"
 #include "overlap_causal/flash_attention.h"
@@ -293,6 +295,12 @@ int main() {
   };
   MlaFn splitPolicy = splitMla<tile::mla_split_policy::mla_decode_partial,
                                tile::mla_split_policy::mla_decode_combine, 4>();
+  MlaFn mlaPersistent = [](CUdeviceptr q, CUdeviceptr qpe, CUdeviceptr kv, CUdeviceptr kpe,
+                           CUdeviceptr out, int64_t batch, int64_t seqlen) {
+    CK(tile::mla_persistent::mla_decode(nullptr, q, qpe, kv, kpe, out, batch, seqlen));
+  };
+  MlaFn splitPersistent = splitMla<tile::mla_split_persistent::mla_decode_partial,
+                                   tile::mla_split_persistent::mla_decode_combine, 4>();
   MlaFn split80 = splitMla<tile::sm80::mla_decode_split::mla_decode_partial,
                            tile::sm80::mla_decode_split::mla_decode_combine, 4>();
   MlaFn split16 =
@@ -309,6 +317,12 @@ int main() {
   failures += runMla("mla_decode policy", mlaPolicy, rng, 2, 1000, false);
   failures += runMla("mla_split policy", splitPolicy, rng, 1, 1, false);
   failures += runMla("mla_split policy", splitPolicy, rng, 2, 1000, false);
+  // Persistent blocks (--persistent) walking several tiles each: 2 x 70 and 2 x 4 x 20 tiles
+  // on an H100's or H200's 132 SMs, seqlen not a multiple of the 64-key block.
+  failures += runMla("mla_decode persist", mlaPersistent, rng, 2, 1000, false);
+  failures += runMla("mla_decode persist", mlaPersistent, rng, 70, 200, false);
+  failures += runMla("mla_split persist", splitPersistent, rng, 2, 1000, false);
+  failures += runMla("mla_split persist", splitPersistent, rng, 20, 200, false);
   failures += runMla("mla_split sm_90a", split90, rng, 4, 16384, true);
   // Small batches, long context: 16 splits (-D num_split=16) fill the GPU.
   failures += runMla("mla_split16 sm_90a", split16, rng, 2, 1000, false);
