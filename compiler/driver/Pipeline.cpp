@@ -128,7 +128,7 @@ bool runDeferRowSums(Compilation &c) {
 
 bool runPlanScoreWarpgroup(Compilation &c) {
   if (!c.opts.noScoreWarpgroup)
-    lower::planScoreWarpgroups(*c.program, c.target, c.plan, persistenceOf(c.opts));
+    lower::planScoreWarpgroups(*c.program, c.target, c.plan);
   return true;
 }
 

@@ -287,10 +287,7 @@ void planDeferredSums(const tile::Program &p, ProgramPlan &plan);
 /// plan-score-warpgroup: the loops whose scores warpgroup 0 computes alone (the rules are in
 /// PlanScoreWarpgroup.cpp). Re-lays out the fragments of the scores' shape it gives warpgroup 0
 /// over that warpgroup's 128 threads, and takes scratch space for the hand-over.
-/// Loops that walk tiles under `persistence` keep the policy's split (not measured on the GPU
-/// yet).
-void planScoreWarpgroups(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan,
-                         Persistence persistence);
+void planScoreWarpgroups(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan);
 
 /// Human-readable form of what the planning passes recorded so far, for --dump-after.
 std::string printPlan(const tile::Program &p, const ProgramPlan &plan);

@@ -43,7 +43,7 @@ bool sharedOperands(const tile::Gemm &g) {
 }
 
 std::optional<ScoreWarpgroup> scoreWarpgroupOf(const tile::Kernel &k, const KernelPlan &kp,
-                                               size_t top, Persistence persistence) {
+                                               size_t top) {
   const tile::Stmt &loopStmt = k.body[top];
   auto &loop = std::get<tile::For>(loopStmt.op);
   auto pipeline = kp.pipelines.find(&loop);
@@ -52,8 +52,7 @@ std::optional<ScoreWarpgroup> scoreWarpgroupOf(const tile::Kernel &k, const Kern
   if (pipeline == kp.pipelines.end() || k.threads != 256 || kp.tileThreads != 0)
     return std::nullopt;
   const PipelinePlan &pp = pipeline->second;
-  if (!pp.warpSpecialized || pp.turns || pp.overlap || pp.gemmInFlight || pp.itersPerSlot != 1 ||
-      walksTiles(pp, persistence))
+  if (!pp.warpSpecialized || pp.turns || pp.overlap || pp.gemmInFlight || pp.itersPerSlot != 1)
     return std::nullopt;
   auto issued = [&](const tile::Stmt &s) {
     return std::find(pp.copies.begin(), pp.copies.end(), &s) != pp.copies.end();
@@ -276,8 +275,7 @@ bool placeHandover(const target::TargetInfo &t, KernelPlan &kp, ScoreWarpgroup &
 
 } // namespace
 
-void planScoreWarpgroups(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan,
-                         Persistence persistence) {
+void planScoreWarpgroups(const tile::Program &p, const target::TargetInfo &t, ProgramPlan &plan) {
   int nextId = nextBufferId(p);
   for (size_t ki = 0; ki < p.kernels.size(); ++ki) {
     const tile::Kernel &k = p.kernels[ki];
@@ -287,7 +285,7 @@ void planScoreWarpgroups(const tile::Program &p, const target::TargetInfo &t, Pr
       auto *loop = std::get_if<tile::For>(&k.body[top].op);
       if (!loop || loop->kind == tile::LoopKind::Parallel)
         continue;
-      auto sw = scoreWarpgroupOf(k, kp, top, persistence);
+      auto sw = scoreWarpgroupOf(k, kp, top);
       if (!sw || !placeHandover(t, kp, *sw, nextId))
         continue;
       // Warpgroup 0's fragments of the scores' shape: one m64nN wgmma accumulator a k-step.
