@@ -109,6 +109,10 @@ build)
     --emit cubin,ptx,header,layout
   "$tilec" compile "$root/samples/dequant_gemm_w4a16_large.tile" -o "$gpu/gen" \
     --emit cubin,ptx,header,layout
+  # The words kernel with its k-steps in four accumulator chains (--split-wgmma-chains).
+  mkdir -p "$gpu/gen/words_chains"
+  "$tilec" compile "$root/tests/gpu/kernels/w4a16_words.tile" -o "$gpu/gen/words_chains" \
+    --split-wgmma-chains --namespace tile::words_chains --emit cubin,ptx,header,layout
   for sample in vector_add softmax rmsnorm_silu warp_reduce; do
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen" --emit cubin,ptx,header,layout
   done

@@ -319,6 +319,7 @@ std::string codegenFlags(const DriverOptions &opts) {
                                   {opts.noTmaPrologue, "--no-tma-prologue"},
                                   {opts.noDeferredSums, "--no-deferred-sums"},
                                   {opts.noScoreWarpgroup, "--no-score-warpgroup"},
+                                  {opts.splitWgmmaChains, "--split-wgmma-chains"},
                                   {opts.overlapGemms, "--overlap-gemms"},
                                   {opts.noOverlapGemms, "--no-overlap-gemms"},
                                   {opts.pingPongTiles, "--ping-pong-tiles"}})

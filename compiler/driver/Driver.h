@@ -43,6 +43,9 @@ struct DriverOptions {
   bool noDeferredSums = false;
   /// --no-score-warpgroup: no plan-score-warpgroup (the scores split as their gemm policy says).
   bool noScoreWarpgroup = false;
+  /// --split-wgmma-chains: a narrow wgmma's k-steps accumulate in four independent chains
+  /// (schedule::splitWgmmaChains).
+  bool splitWgmmaChains = false;
   /// --overlap-gemms: attention-like loops overlap their last gemm with the next iteration's
   /// work (lower::PlanOptions::overlapGemms).
   bool overlapGemms = false;

@@ -160,6 +160,15 @@ bool runFoldAccumulatorClears(Compilation &c) {
   return true;
 }
 
+// Four chains: a stage's 32 k-steps of W4A16 at decode shapes in chains of 8.
+constexpr int kWgmmaChains = 4;
+
+bool runSplitWgmmaChains(Compilation &c) {
+  if (c.opts.splitWgmmaChains)
+    schedule::splitWgmmaChains(c.lowered->module, kWgmmaChains);
+  return true;
+}
+
 bool runBuildLLVM(Compilation &c) {
   auto mod = codegen::emitModule(c.lowered->module, c.codegenOptions(), c.llvmContext);
   if (!mod) {
@@ -276,6 +285,9 @@ const std::vector<Pass> &compilePipeline() {
        runInterleaveWgmma, dumpThreadIR},
       {"fold-accumulator-clears", "zeros written to a wgmma's accumulators become its own clear",
        runFoldAccumulatorClears, dumpThreadIR},
+      {"split-wgmma-chains",
+       "a narrow wgmma's k-steps dealt to independent accumulator chains (--split-wgmma-chains)",
+       runSplitWgmmaChains, dumpThreadIR},
       {"build-llvm", "thread IR -> LLVM IR (NVPTX or AMDGPU)", runBuildLLVM, dumpLLVM},
       {"optimize-llvm", "LLVM's O3 pipeline", runOptimizeLLVM, dumpLLVM},
       {"emit-asm", "LLVM IR -> PTX (NVIDIA) or AMDGCN assembly (AMD)", runEmitAssembly,

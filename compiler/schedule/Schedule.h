@@ -26,4 +26,11 @@ void interleaveWgmma(thir::Module &m);
 /// variable before any other statement reads it.
 void foldAccumulatorClears(thir::Module &m);
 
+/// split-wgmma-chains: a wgmma of narrow instructions (n <= 32) that all accumulate into the same
+/// lanes, complete when produced, deals its instructions round-robin to `chains` accumulator
+/// chains in lanes of their own (the first keeps the accumulators, the others start at zero)
+/// and sums the lanes after its wait, so that consecutive instructions do not wait for each
+/// other's results. Off (chains < 2) unless asked for: not measured on the GPU yet.
+void splitWgmmaChains(thir::Module &m, int chains);
+
 } // namespace tilec::schedule

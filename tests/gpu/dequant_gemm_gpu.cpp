@@ -6,7 +6,8 @@
 // weights repacked into words (tests/gpu/kernels/w4a16_words.tile). The reference dequantizes as
 // the kernel and PyTorch do (each weight rounded to float16, then a float64 matmul). Fresh random
 // inputs each run, a poisoned output with slack behind it, ragged M and N, and a single row; and,
-// with one-hot activations, the dequantized weights bit for bit.
+// with one-hot activations, the dequantized weights bit for bit. The words kernel also with its
+// k-steps in four accumulator chains (--split-wgmma-chains).
 #include "dequant_gemm_w4a16_large.h"
 #include "gpu_common.h"
 #include "w4_large/dequant_gemm_w4a16.h"
@@ -14,6 +15,7 @@
 #include "w4_small/dequant_gemm_w4a16.h"
 #include "w4a16_breg.h"
 #include "w4a16_words.h"
+#include "words_chains/w4a16_words.h"
 
 #include <cmath>
 
@@ -133,6 +135,7 @@ int main() {
   CK(tile::w4a16_breg::load());
   CK(tile::dequant_gemm_w4a16_large::load());
   CK(tile::w4a16_words::load());
+  CK(tile::words_chains::load());
   std::mt19937 rng = freshRng();
   int failures = 0;
   struct Shape {
@@ -147,10 +150,12 @@ int main() {
     failures += check("breg", &tile::w4a16_breg::w4a16, p);
     failures += check("areg", &tile::dequant_gemm_w4a16_large::w4a16, p);
     failures += check("words", &tile::w4a16_words::w4a16, p, repackedIntoWords(p));
+    failures += check("words chains", &tile::words_chains::w4a16, p, repackedIntoWords(p));
   }
   Problem hot = oneHotProblem(rng, 256, 200);
   failures += checkExact("breg", &tile::w4a16_breg::w4a16, hot, hot);
   failures += checkExact("areg", &tile::dequant_gemm_w4a16_large::w4a16, hot, hot);
   failures += checkExact("words", &tile::w4a16_words::w4a16, hot, repackedIntoWords(hot));
+  failures += checkExact("words chains", &tile::words_chains::w4a16, hot, repackedIntoWords(hot));
   return verdict("dequant_gemm", failures);
 }
