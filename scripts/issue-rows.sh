@@ -10,7 +10,7 @@
 #                                 attention_gpu (every flash attention and MLA check, with the
 #                                 MLA decode and split timings), the attention rows against cuDNN
 #                                 at B8 H16 S4096 / 2048 / 1024 and B2 H4 S1000 (five rounds a
-#                                 row, medians), and the W4A16
+#                                 row, medians), dequant_gemm_gpu, and the W4A16
 #                                 rows against cuBLAS at M = 16 and 4096 (N = K = 8192); logs in
 #                                 $OUT (the lender returns at most 8 files). MLA's A/B builds
 #                                 (mla-split-launch-ab.sh build, split64 and decode) run after
@@ -19,7 +19,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 archive=$root/.portable/issue-rows.tar.xz
 attention='^fa_(fp16_d128|fp16_d128_causal|bf16_d64_causal)$'
-w4a16='^w4a16_(words_s4|areg)$'
+w4a16='^w4a16_(words_s4|words_s4_chains|areg)$'
 
 case "${1:-}" in
 build)
@@ -40,6 +40,10 @@ run)
   step() { echo "$1 done after $(($(date +%s) - t0)) s" | tee -a "$out/card.txt"; }
   TIMEOUT_EACH=200 OUT=$out "$root/scripts/gpu-test.sh" run attention_gpu >"$out/attention.log" 2>&1 || true
   step attention_gpu
+  # The W4A16 kernels' correctness, --split-wgmma-chains's included (the bench's row below).
+  # (appended to attention.log: the lender returns at most 8 files)
+  TIMEOUT_EACH=60 "$root/scripts/gpu-test.sh" run dequant_gemm_gpu >>"$out/attention.log" 2>&1 || true
+  step dequant_gemm_gpu
   # A/B builds of MLA (scripts/mla-split-launch-ab.sh build), when they were packed too.
   if [ -d "$root/.gpu/ab" ]; then
     timeout 120 "$root/scripts/mla-split-launch-ab.sh" run 1 >"$out/ab-split.log" 2>&1 || true
