@@ -12,6 +12,7 @@ CUDA-event median without an L2 flush. Exits 1 if any case failed to build, laun
 """
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 
@@ -101,11 +102,6 @@ class Peers:
         return tflops, ""
 
 
-def median(values):
-    """The median of a non-empty list (of an even count the upper middle one, as median_ms)."""
-    return sorted(values)[len(values) // 2]
-
-
 def round_ratios(tilec_runs, cudnn_runs):
     """tilec/cuDNN of a cell: the median of each round's ratio, with the lowest and highest
     where there was more than one round."""
@@ -114,7 +110,7 @@ def round_ratios(tilec_runs, cudnn_runs):
         return "-"
     if len(ratios) == 1:
         return f"{ratios[0]:.2f}x"
-    return f"{median(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
+    return f"{statistics.median_high(ratios):.2f}x ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
 def main():
@@ -173,10 +169,10 @@ def main():
             if status.startswith("FAILED"):
                 failed.append(f"{name} {shape_text}: {status}")
             ok_runs = [r for r in tilec_runs if r[4] == "ok"]
-            ours = median([r[0] for r in ok_runs]) if ok_runs else None
-            ms = median([r[1] for r in ok_runs]) if ok_runs else None
+            ours = statistics.median_high([r[0] for r in ok_runs]) if ok_runs else None
+            ms = statistics.median_high([r[1] for r in ok_runs]) if ok_runs else None
             cud_values = [c for c, _ in cudnn_runs if c]
-            cud = median(cud_values) if cud_values else None
+            cud = statistics.median_high(cud_values) if cud_values else None
             cud_note = next((n for c, n in cudnn_runs if not c), "")
             rows.append([name, f"{dtype} D={D}{' causal' if causal else ''}", shape_text,
                          f"{ms:.4f}" if ms is not None else "-", fmt(ours),

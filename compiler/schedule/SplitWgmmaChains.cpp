@@ -44,13 +44,12 @@ private:
     if (!decl)
       return false;
     auto *w = std::get_if<thir::Wgmma>(&decl->init->op);
+    // One piece of N: every instruction writes all the lanes (the verifier keeps accFirst +
+    // n / 2 within them), so each reads what the one before wrote.
     const int lanes = w ? w->n / 2 : 0;
     if (!w || w->pending != 0 || w->turn.barrier >= 0 || w->n > kMaxChainN ||
         w->instrs.size() < static_cast<size_t>(2 * chains_) || w->acc->type.lanes != lanes)
       return false;
-    for (const thir::WgmmaInstr &in : w->instrs)
-      if (in.accFirst != 0)
-        return false;
 
     // Chain c owns lanes [c * lanes, (c + 1) * lanes); the others' start at zero (or are
     // cleared with the first chain's where the wgmma clears).
