@@ -18,8 +18,12 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 archive=$root/.portable/issue-rows.tar.xz
-attention='^fa_(fp16_d128|fp16_d128_causal|bf16_d64_causal)$'
-w4a16='^w4a16_(words_s4|words_s4_chains|areg)$'
+# run takes ATTENTION and W4A16 (regular expressions over the bench cases) and ATTENTION_SHAPES
+# and W4A16_SHAPES to time other rows than the issues' (an A/B of schedule variants).
+attention=${ATTENTION:-'^fa_(fp16_d128|fp16_d128_causal|bf16_d64_causal)$'}
+attention_shapes=${ATTENTION_SHAPES:-8x16x4096,8x16x2048,8x16x1024,2x4x1000}
+w4a16=${W4A16:-'^w4a16_(words_s4|words_s4_chains|areg)$'}
+w4a16_shapes=${W4A16_SHAPES:-16x8192x8192,4096x8192x8192}
 
 case "${1:-}" in
 build)
@@ -53,10 +57,10 @@ run)
     KERNEL=decode timeout 90 "$root/scripts/mla-split-launch-ab.sh" run 1 >"$out/ab-decode.log" 2>&1 || true
     step ab-decode
   fi
-  BENCH_CASES=$attention BENCH_SHAPES=8x16x4096,8x16x2048,8x16x1024,2x4x1000 BENCH_ROUNDS=5 \
+  BENCH_CASES=$attention BENCH_SHAPES=$attention_shapes BENCH_ROUNDS=5 \
     OUT=$out timeout 300 "$root/scripts/bench-attention.sh" run >"$out/bench-attention.log" 2>&1 || true
   step bench-attention
-  BENCH_CASES=$w4a16 BENCH_SHAPES=16x8192x8192,4096x8192x8192 BENCH_REPS=100 OUT=$out \
+  BENCH_CASES=$w4a16 BENCH_SHAPES=$w4a16_shapes BENCH_REPS=100 OUT=$out \
     timeout 120 "$root/scripts/bench-gemm.sh" run >"$out/bench-gemm.log" 2>&1 || true
   step bench-gemm
   grep -E "^mla|FAIL|fail|passed" "$out/attention.log" | tail -30 || true
