@@ -90,8 +90,7 @@ public:
     throw std::logic_error("unknown special register");
   }
 
-  void kernelEntry(llvm::IRBuilder<> &, llvm::Function &, const thir::Kernel &,
-                   const TargetOptions &) const override {}
+  void kernelEntry(llvm::IRBuilder<> &, const TargetOptions &) const override {}
 
   void barrier(llvm::IRBuilder<> &b, const thir::Barrier &bar) const override {
     if (bar.threads != 0)

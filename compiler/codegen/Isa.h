@@ -28,10 +28,8 @@ public:
   virtual void markKernel(llvm::Function &fn, const thir::Kernel &k,
                           const TargetOptions &opts) const = 0;
 
-  /// What every thread runs first, before any of the kernel's own statements; `fn` holds `k`'s
-  /// parameters.
-  virtual void kernelEntry(llvm::IRBuilder<> &b, llvm::Function &fn, const thir::Kernel &k,
-                           const TargetOptions &opts) const = 0;
+  /// What every thread runs first, before any of the kernel's own statements.
+  virtual void kernelEntry(llvm::IRBuilder<> &b, const TargetOptions &opts) const = 0;
 
   /// The value of a special register (Int32).
   virtual llvm::Value *special(llvm::IRBuilder<> &b, thir::Special reg,

@@ -72,7 +72,7 @@ public:
 
     auto *entry = llvm::BasicBlock::Create(ctx_, "entry", fn_);
     b_.SetInsertPoint(entry);
-    isa_.kernelEntry(b_, *fn_, k_, opts_);
+    isa_.kernelEntry(b_, opts_);
     declareVars(k_.body);
     body(k_.body);
     b_.CreateRetVoid();

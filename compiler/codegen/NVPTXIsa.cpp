@@ -3,7 +3,6 @@
 #include "codegen/MathLowering.h"
 
 #include <fmt/format.h>
-#include <llvm/IR/InlineAsm.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Support/TargetSelect.h>
@@ -96,28 +95,7 @@ public:
   // wait there (our reading of why MLA split, whose combine's 128 blocks follow a partial kernel
   // of 128 on 132 SMs, ran 14-17% slower at batch 1 with the trigger than with plain launches;
   // H100, docs/results.md 2026-12-05 night).
-  //
-  // Before that wait, the block's first thread prefetches every tensor map, as CUTLASS's
-  // producers do: the first TMA load would otherwise fetch its 128-byte descriptor on its own
-  // path, after the wait, on the critical path of a kernel whose first loads are all it waits
-  // for (W4A16 at decode shapes). A parameter's address is valid whatever the launch put in it,
-  // so the prefetch needs no TmaEnabled test.
-  void kernelEntry(llvm::IRBuilder<> &b, llvm::Function &fn, const thir::Kernel &k,
-                   const TargetOptions &opts) const override {
-    if (opts.target.hasTma)
-      for (size_t i = 0; i < k.params.size(); ++i) {
-        if (k.params[i].kind != thir::ParamKind::TensorMap)
-          continue;
-        llvm::Value *tid = b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {});
-        llvm::Value *map = b.CreatePtrToInt(fn.getArg(static_cast<unsigned>(i)), b.getInt64Ty());
-        auto *fnTy =
-            llvm::FunctionType::get(b.getVoidTy(), {b.getInt32Ty(), b.getInt64Ty()}, false);
-        b.CreateCall(llvm::InlineAsm::get(fnTy,
-                                          "{ .reg .pred p; setp.eq.u32 p, $0, 0; "
-                                          "@p prefetch.tensormap [$1]; }",
-                                          "r,l,~{memory}", true),
-                     {tid, map});
-      }
+  void kernelEntry(llvm::IRBuilder<> &b, const TargetOptions &opts) const override {
     if (!opts.target.hasGridDependencyControl)
       return;
     b.CreateIntrinsic(llvm::Intrinsic::nvvm_griddepcontrol_wait, {});
