@@ -113,6 +113,10 @@ build)
   mkdir -p "$gpu/gen/words_chains"
   "$tilec" compile "$root/tests/gpu/kernels/w4a16_words.tile" -o "$gpu/gen/words_chains" \
     --split-wgmma-chains --namespace tile::words_chains --emit cubin,ptx,header,layout
+  # The words kernel with the scales applied after the tensor cores, its groups' waits deferred.
+  mkdir -p "$gpu/gen/postscale_defer"
+  "$tilec" compile "$root/tests/gpu/kernels/w4a16_words_postscale.tile" -o "$gpu/gen/postscale_defer" \
+    --defer-wgmma-waits --namespace tile::postscale_defer --emit cubin,ptx,header,layout
   for sample in vector_add softmax rmsnorm_silu warp_reduce; do
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen" --emit cubin,ptx,header,layout
   done

@@ -320,6 +320,7 @@ std::string codegenFlags(const DriverOptions &opts) {
                                   {opts.noDeferredSums, "--no-deferred-sums"},
                                   {opts.noScoreWarpgroup, "--no-score-warpgroup"},
                                   {opts.splitWgmmaChains, "--split-wgmma-chains"},
+                                  {opts.deferWgmmaWaits, "--defer-wgmma-waits"},
                                   {opts.overlapGemms, "--overlap-gemms"},
                                   {opts.noOverlapGemms, "--no-overlap-gemms"},
                                   {opts.pingPongTiles, "--ping-pong-tiles"}})

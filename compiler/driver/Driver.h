@@ -46,6 +46,9 @@ struct DriverOptions {
   /// --split-wgmma-chains: a narrow wgmma's k-steps accumulate in four independent chains
   /// (schedule::splitWgmmaChains).
   bool splitWgmmaChains = false;
+  /// --defer-wgmma-waits: a run of independent gemms leaves each wgmma group in flight until
+  /// the last one's wait (schedule::deferWgmmaWaits).
+  bool deferWgmmaWaits = false;
   /// --overlap-gemms: attention-like loops overlap their last gemm with the next iteration's
   /// work (lower::PlanOptions::overlapGemms).
   bool overlapGemms = false;

@@ -169,6 +169,12 @@ bool runSplitWgmmaChains(Compilation &c) {
   return true;
 }
 
+bool runDeferWgmmaWaits(Compilation &c) {
+  if (c.opts.deferWgmmaWaits)
+    schedule::deferWgmmaWaits(c.lowered->module);
+  return true;
+}
+
 bool runBuildLLVM(Compilation &c) {
   auto mod = codegen::emitModule(c.lowered->module, c.codegenOptions(), c.llvmContext);
   if (!mod) {
@@ -288,6 +294,9 @@ const std::vector<Pass> &compilePipeline() {
       {"split-wgmma-chains",
        "a narrow wgmma's k-steps dealt to independent accumulator chains (--split-wgmma-chains)",
        runSplitWgmmaChains, dumpThreadIR},
+      {"defer-wgmma-waits",
+       "independent gemms leave their wgmma groups in flight until the last (--defer-wgmma-waits)",
+       runDeferWgmmaWaits, dumpThreadIR},
       {"build-llvm", "thread IR -> LLVM IR (NVPTX or AMDGPU)", runBuildLLVM, dumpLLVM},
       {"optimize-llvm", "LLVM's O3 pipeline", runOptimizeLLVM, dumpLLVM},
       {"emit-asm", "LLVM IR -> PTX (NVIDIA) or AMDGCN assembly (AMD)", runEmitAssembly,

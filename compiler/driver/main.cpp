@@ -140,6 +140,10 @@ int main(int argc, char **argv) {
                   "deal the k-steps of a wgmma of narrow instructions (n <= 32, as W4A16's at "
                   "decode shapes) to four accumulator chains summed after it, so that each "
                   "instruction does not wait for the one before (not measured on the GPU yet)");
+    cmd->add_flag("--defer-wgmma-waits", opts.deferWgmmaWaits,
+                  "let each of a run of independent gemms (W4A16 dequantized group by group "
+                  "into accumulators of their own) multiply while the threads compute the next "
+                  "one's operand, waiting once after the last (not measured on the GPU yet)");
     cmd->add_flag("--no-tma-prologue", opts.noTmaPrologue,
                   "the consumers of a warp-specialized loop load the tiles copied before it "
                   "(attention's Q) themselves, rather than the producer by TMA");

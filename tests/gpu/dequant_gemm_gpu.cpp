@@ -7,14 +7,20 @@
 // the kernel and PyTorch do (each weight rounded to float16, then a float64 matmul). Fresh random
 // inputs each run, a poisoned output with slack behind it, ragged M and N, and a single row; and,
 // with one-hot activations, the dequantized weights bit for bit. The words kernel also with its
-// k-steps in four accumulator chains (--split-wgmma-chains).
+// k-steps in four accumulator chains (--split-wgmma-chains), and with the scales applied after
+// the tensor cores (tests/gpu/kernels/w4a16_words_postscale.tile), as compiled and with its
+// groups' waits deferred (--defer-wgmma-waits): its products are not rounded to float16 per
+// weight, so it is held to the same tolerance, and with one-hot activations (one product, then
+// one rounding to float16) it too is bit-exact.
 #include "dequant_gemm_w4a16_large.h"
 #include "gpu_common.h"
+#include "postscale_defer/w4a16_words_postscale.h"
 #include "w4_large/dequant_gemm_w4a16.h"
 #include "w4_sm80/dequant_gemm_w4a16.h"
 #include "w4_small/dequant_gemm_w4a16.h"
 #include "w4a16_breg.h"
 #include "w4a16_words.h"
+#include "w4a16_words_postscale.h"
 #include "words_chains/w4a16_words.h"
 
 #include <cmath>
@@ -136,6 +142,8 @@ int main() {
   CK(tile::dequant_gemm_w4a16_large::load());
   CK(tile::w4a16_words::load());
   CK(tile::words_chains::load());
+  CK(tile::w4a16_words_postscale::load());
+  CK(tile::postscale_defer::load());
   std::mt19937 rng = freshRng();
   int failures = 0;
   struct Shape {
@@ -151,11 +159,17 @@ int main() {
     failures += check("areg", &tile::dequant_gemm_w4a16_large::w4a16, p);
     failures += check("words", &tile::w4a16_words::w4a16, p, repackedIntoWords(p));
     failures += check("words chains", &tile::words_chains::w4a16, p, repackedIntoWords(p));
+    failures += check("postscale", &tile::w4a16_words_postscale::w4a16, p, repackedIntoWords(p));
+    failures += check("postscale defer", &tile::postscale_defer::w4a16, p, repackedIntoWords(p));
   }
   Problem hot = oneHotProblem(rng, 256, 200);
   failures += checkExact("breg", &tile::w4a16_breg::w4a16, hot, hot);
   failures += checkExact("areg", &tile::dequant_gemm_w4a16_large::w4a16, hot, hot);
   failures += checkExact("words", &tile::w4a16_words::w4a16, hot, repackedIntoWords(hot));
   failures += checkExact("words chains", &tile::words_chains::w4a16, hot, repackedIntoWords(hot));
+  failures +=
+      checkExact("postscale", &tile::w4a16_words_postscale::w4a16, hot, repackedIntoWords(hot));
+  failures +=
+      checkExact("postscale defer", &tile::postscale_defer::w4a16, hot, repackedIntoWords(hot));
   return verdict("dequant_gemm", failures);
 }
