@@ -23,7 +23,6 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <unordered_set>
 
 namespace tilec::schedule {
 
@@ -31,22 +30,11 @@ namespace {
 
 using thir::Body;
 using thir::Expr;
-using thir::Node;
 using thir::Stmt;
 
 const thir::Wgmma *declaredWgmma(const Stmt &s) {
   auto *d = std::get_if<thir::DeclVar>(&s.op);
   return d ? std::get_if<thir::Wgmma>(&d->init->op) : nullptr;
-}
-
-bool containsWgmma(const Expr &e, std::unordered_set<const Node *> &seen) {
-  if (!e || !seen.insert(e.get()).second)
-    return false;
-  if (std::holds_alternative<thir::Wgmma>(e->op))
-    return true;
-  bool found = false;
-  thir::forEachOperand(*e, [&](const Expr &x) { found = found || containsWgmma(x, seen); });
-  return found;
 }
 
 /// What a register assignment of the gap writes and reads; nothing for any other statement.
@@ -63,8 +51,7 @@ std::optional<Assignment> registerAssignment(const Stmt &s) {
     a = {v->id, &v->value};
   else
     return std::nullopt;
-  std::unordered_set<const Node *> seen;
-  if (containsWgmma(*a.value, seen))
+  if (thir::containsWgmma(*a.value))
     return std::nullopt;
   return a;
 }
@@ -78,13 +65,6 @@ std::optional<int> laneCopySource(const Assignment &a, const std::set<int> &resu
   if (!ref || !results.count(ref->id))
     return std::nullopt;
   return ref->id;
-}
-
-bool readsAny(const Expr &e, const std::set<int> &vars) {
-  for (int v : thir::varsRead(e))
-    if (vars.count(v))
-      return true;
-  return false;
 }
 
 class Deferrer {
@@ -121,7 +101,7 @@ private:
         // The next wgmma of the run must not read an earlier one's results (its accumulators
         // are its own; its descriptors read memory, not those registers).
         auto readsEarlier = [&](const Expr &e) {
-          return readsAny(e, results) || readsAny(e, lanes);
+          return thir::readsAny(e, results) || thir::readsAny(e, lanes);
         };
         if (!candidate(next) || readsEarlier(next->acc) ||
             std::any_of(next->instrs.begin(), next->instrs.end(), [&](const auto &in) {
@@ -142,7 +122,7 @@ private:
         continue;
       }
       // Any other read of a result or of a lane copied out of one ends the run.
-      if (readsAny(*a->value, results) || readsAny(*a->value, lanes))
+      if (thir::readsAny(*a->value, results) || thir::readsAny(*a->value, lanes))
         break;
     }
     if (deferred.empty())

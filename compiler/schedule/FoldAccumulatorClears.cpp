@@ -28,15 +28,7 @@ namespace {
 
 using thir::Body;
 using thir::Expr;
-using thir::Node;
 using thir::Stmt;
-
-bool reads(const Expr &e, const std::set<int> &vars) {
-  for (int v : thir::varsRead(e))
-    if (vars.count(v))
-      return true;
-  return false;
-}
 
 /// Variables declared with a constant (`var v3: bool = 1:bool`, as an unswitched mask reads).
 using Constants = std::map<int, Expr>;
@@ -77,7 +69,7 @@ std::optional<std::set<int>> accumulatorVars(const thir::Wgmma &w) {
       return std::nullopt;
   }
   for (const thir::WgmmaInstr &i : w.instrs)
-    if (reads(i.a, vars) || reads(i.bDesc, vars))
+    if (thir::readsAny(i.a, vars) || thir::readsAny(i.bDesc, vars))
       return std::nullopt;
   return vars;
 }
@@ -87,11 +79,11 @@ std::optional<std::set<int>> accumulatorVars(const thir::Wgmma &w) {
 bool overwrittenAfter(const Body &b, size_t i, std::set<int> acc) {
   for (size_t k = i + 1; k < b.size() && !acc.empty(); ++k) {
     if (auto *a = std::get_if<thir::AssignVar>(&b[k].op)) {
-      if (reads(a->value, acc))
+      if (thir::readsAny(a->value, acc))
         return false;
       acc.erase(a->id);
     } else if (auto *d = std::get_if<thir::DeclVar>(&b[k].op)) {
-      if (reads(d->init, acc))
+      if (thir::readsAny(d->init, acc))
         return false;
     } else {
       return false;
@@ -151,9 +143,9 @@ bool readsAfter(const Body &b, size_t from, int id) {
 /// iteration's Q@K^T waits at one for Q).
 bool transparent(const Stmt &s, const std::set<int> &acc) {
   if (auto *d = std::get_if<thir::DeclVar>(&s.op))
-    return !acc.count(d->id) && !reads(d->init, acc);
+    return !acc.count(d->id) && !thir::readsAny(d->init, acc);
   if (auto *w = std::get_if<thir::MbarrierWait>(&s.op))
-    return !reads(w->byteOffset, acc) && !reads(w->parity, acc);
+    return !thir::readsAny(w->byteOffset, acc) && !thir::readsAny(w->parity, acc);
   return std::holds_alternative<thir::Barrier>(s.op) ||
          std::holds_alternative<thir::FenceProxyAsync>(s.op) ||
          std::holds_alternative<thir::FenceCta>(s.op);

@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <optional>
 #include <set>
-#include <unordered_set>
 
 namespace tilec::schedule {
 
@@ -25,7 +24,6 @@ namespace {
 
 using thir::Body;
 using thir::Expr;
-using thir::Node;
 using thir::Stmt;
 
 // wgmma.wait_group takes at most 7 pending groups (as CUTLASS's K_WAIT_MAX).
@@ -39,16 +37,6 @@ constexpr int kMinSplitN = 64;
 constexpr size_t kInstrsPerStep = 2;
 
 std::set<int> varsOf(const Expr &e) { return thir::varsRead(e); }
-
-bool containsWgmma(const Expr &e, std::unordered_set<const Node *> &seen) {
-  if (!e || !seen.insert(e.get()).second)
-    return false;
-  if (std::holds_alternative<thir::Wgmma>(e->op))
-    return true;
-  bool found = false;
-  thir::forEachOperand(*e, [&](const Expr &x) { found = found || containsWgmma(x, seen); });
-  return found;
-}
 
 /// A register assignment the pass may move: what it writes and what it reads.
 struct Assignment {
@@ -68,8 +56,7 @@ std::optional<Assignment> asMovable(const Stmt &s) {
   } else {
     return std::nullopt;
   }
-  std::unordered_set<const Node *> seen;
-  if (containsWgmma(*value, seen))
+  if (thir::containsWgmma(*value))
     return std::nullopt;
   return Assignment{def, varsOf(*value)};
 }

@@ -47,6 +47,32 @@ std::set<int> varsRead(const Stmt &s) {
   return out;
 }
 
+bool readsAny(const Expr &e, const std::set<int> &vars) {
+  for (int v : varsRead(e))
+    if (vars.count(v))
+      return true;
+  return false;
+}
+
+namespace {
+
+bool containsWgmma(const Expr &e, std::unordered_set<const Node *> &seen) {
+  if (!e || !seen.insert(e.get()).second)
+    return false;
+  if (std::holds_alternative<Wgmma>(e->op))
+    return true;
+  bool found = false;
+  forEachOperand(*e, [&](const Expr &x) { found = found || containsWgmma(x, seen); });
+  return found;
+}
+
+} // namespace
+
+bool containsWgmma(const Expr &e) {
+  std::unordered_set<const Node *> seen;
+  return containsWgmma(e, seen);
+}
+
 int maxVarId(const Body &b) {
   int m = -1;
   for (const Stmt &s : b) {

@@ -13,6 +13,10 @@ std::set<int> varsRead(const Expr &e);
 /// The variables statement `s` reads: its expressions, a wgmma.wait's tied variables, and the
 /// statements of its bodies.
 std::set<int> varsRead(const Stmt &s);
+/// Whether `e` reads any of `vars`.
+bool readsAny(const Expr &e, const std::set<int> &vars);
+/// Whether `e` holds a wgmma (a statement assigning it is then no plain register assignment).
+bool containsWgmma(const Expr &e);
 /// The largest variable id declared in `b` or its bodies (loop variables included); -1 if none.
 int maxVarId(const Body &b);
 
