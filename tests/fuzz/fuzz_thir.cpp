@@ -1,9 +1,12 @@
 // libFuzzer target: thread IR text (`tilec compile X.thir`): parseThreadIR with its verifier;
-// on what it accepts, print -> parse -> print must be the identity and codegen (O3) must not
-// find malformed IR. Catches nothing: a std::logic_error escaping (a compiler bug) is a crash.
+// on what it accepts, print -> parse -> print must be the identity, the schedule passes (those
+// off by default included) must leave IR the verifier accepts, and codegen (O3) must not find
+// malformed IR. Catches nothing: a std::logic_error escaping (a compiler bug) is a crash.
 #include "FuzzCommon.h"
 #include "codegen/Codegen.h"
+#include "schedule/Schedule.h"
 #include "threadir/ThreadIRParser.h"
+#include "threadir/ThreadIRVerifier.h"
 
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -30,6 +33,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!again || thir::print(*again) != text) {
       std::fprintf(stderr, "print -> parse -> print is not the identity:\n%s\n%s", text.c_str(),
                    diags2.renderAll().c_str());
+      std::abort();
+    }
+    // The passes tilec runs after lowering, in its order (--split-wgmma-chains and
+    // --defer-wgmma-waits on).
+    schedule::interleaveWgmma(*module);
+    schedule::foldAccumulatorClears(*module);
+    schedule::splitWgmmaChains(*module, 4);
+    schedule::deferWgmmaWaits(*module);
+    DiagnosticEngine diags3(sm);
+    if (!thir::verify(*module, diags3)) {
+      std::fprintf(stderr, "the schedule passes broke the IR:\n%s\n%s", diags3.renderAll().c_str(),
+                   thir::print(*module).c_str());
       std::abort();
     }
     codegen::TargetOptions to;
