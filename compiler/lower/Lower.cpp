@@ -3,6 +3,7 @@
 #include "support/IntMath.h"
 #include "tileir/OpInterface.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 
 #include <stdexcept>
@@ -40,7 +41,14 @@ std::optional<thir::Kernel> KernelLowering::run() {
   }
   for (const tile::VarPtr &d : k_.dims) {
     int index = static_cast<int>(out_.params.size());
-    out_.params.push_back({d->name, thir::ParamKind::Dim, DType::Int64, 0, {}});
+    // A dimension may share its name with a parameter (`B: Tensor((B, N))`); thread IR names
+    // each parameter once (its text form refers to them by name), so the dimension gets
+    // underscores, as the header's launch function names it.
+    std::string name = d->name;
+    while (std::any_of(out_.params.begin(), out_.params.end(),
+                       [&](const thir::Param &q) { return q.name == name; }))
+      name += '_';
+    out_.params.push_back({name, thir::ParamKind::Dim, DType::Int64, 0, {}});
     dimParams_[d->id] = index;
     bindings_[d->id] = {thir::cast(thir::param(index, DType::Int64), Type{DType::Int32}),
                         Interval{1, std::numeric_limits<int32_t>::max()}};
