@@ -1,12 +1,17 @@
 // libFuzzer target: the whole compile down to LLVM IR, without ptxas: parse, sema, lowering to
-// thread IR, the NVPTX LLVM module (optimized at O3) and its textual form. Catches nothing: a
-// std::logic_error escaping (a compiler bug) is a crash.
+// thread IR, the sync and schedule passes in tilec's order (split-wgmma-chains and
+// defer-wgmma-waits on), the thread IR verifier after lowering and after them, the NVPTX LLVM
+// module (optimized at O3) and its textual form. Catches nothing: a std::logic_error escaping
+// (a compiler bug) is a crash.
 #include "FuzzCommon.h"
 #include "codegen/Codegen.h"
 #include "lower/Lower.h"
+#include "schedule/Schedule.h"
 #include "sema/Sema.h"
+#include "sync/Sync.h"
 #include "syntax/Parser.h"
 #include "threadir/ThreadIR.h"
+#include "threadir/ThreadIRVerifier.h"
 
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/Module.h>
@@ -47,8 +52,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     fuzz::renderDiagnostics(diags);
     return 0;
   }
-  std::string thread = thir::print(lowered->module);
-  (void)thread;
+  auto verified = [&](const char *after) {
+    DiagnosticEngine check(sm);
+    if (!thir::verify(lowered->module, check)) {
+      std::fprintf(stderr, "thread IR after %s fails its verifier:\n%s\n%s", after,
+                   check.renderAll().c_str(), thir::print(lowered->module).c_str());
+      std::abort();
+    }
+  };
+  verified("lowering");
+  sync::insertBarriers(lowered->module);
+  sync::elideFences(lowered->module);
+  schedule::interleaveWgmma(lowered->module);
+  schedule::foldAccumulatorClears(lowered->module);
+  schedule::splitWgmmaChains(lowered->module, 4);
+  schedule::deferWgmmaWaits(lowered->module);
+  verified("the sync and schedule passes");
   codegen::TargetOptions to;
   llvm::LLVMContext ctx;
   auto mod = codegen::buildModule(lowered->module, to, ctx);
