@@ -37,27 +37,8 @@ const thir::Wgmma *declaredWgmma(const Stmt &s) {
   return d ? std::get_if<thir::Wgmma>(&d->init->op) : nullptr;
 }
 
-/// What a register assignment of the gap writes and reads; nothing for any other statement.
-struct Assignment {
-  int def;
-  const Expr *value;
-};
-
-std::optional<Assignment> registerAssignment(const Stmt &s) {
-  Assignment a{-1, nullptr};
-  if (auto *d = std::get_if<thir::DeclVar>(&s.op))
-    a = {d->id, &d->init};
-  else if (auto *v = std::get_if<thir::AssignVar>(&s.op))
-    a = {v->id, &v->value};
-  else
-    return std::nullopt;
-  if (thir::containsWgmma(*a.value))
-    return std::nullopt;
-  return a;
-}
-
 /// The wgmma result among `results` that `v = X[lane l]` (a float32 lane) copies, if it is one.
-std::optional<int> laneCopySource(const Assignment &a, const std::set<int> &results) {
+std::optional<int> laneCopySource(const thir::RegisterAssignment &a, const std::set<int> &results) {
   auto *lane = std::get_if<thir::ExtractLane>(&(*a.value)->op);
   if (!lane || (*a.value)->type != thir::Type{DType::Float32, 1})
     return std::nullopt;
@@ -89,14 +70,12 @@ private:
     auto resultOf = [&](size_t j) { return std::get<thir::DeclVar>(b[j].op).id; };
     std::set<int> inFlight;        // results of the wgmma that will leave their group in flight
     std::map<int, int> laneSource; // float32 variable -> the wgmma result it copies a lane of
+    std::set<int> lanes;           // laneSource's variables
     std::vector<size_t> deferred;
     size_t last = i;
     for (size_t j = i + 1; j < b.size(); ++j) {
       std::set<int> results = inFlight;
       results.insert(resultOf(last));
-      std::set<int> lanes;
-      for (const auto &[v, src] : laneSource)
-        lanes.insert(v);
       if (const thir::Wgmma *next = declaredWgmma(b[j])) {
         // The next wgmma of the run must not read an earlier one's results (its accumulators
         // are its own; its descriptors read memory, not those registers).
@@ -113,12 +92,13 @@ private:
         last = j;
         continue;
       }
-      auto a = registerAssignment(b[j]);
+      auto a = thir::registerAssignment(b[j]);
       if (!a || results.count(a->def) || lanes.count(a->def))
         break;
       if (auto src = laneCopySource(*a, results)) {
         // The copies right after a wgmma name its lanes; they read nothing until used.
         laneSource[a->def] = *src;
+        lanes.insert(a->def);
         continue;
       }
       // Any other read of a result or of a lane copied out of one ends the run.

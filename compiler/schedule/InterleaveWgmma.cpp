@@ -45,20 +45,10 @@ struct Assignment {
 };
 
 std::optional<Assignment> asMovable(const Stmt &s) {
-  const Expr *value = nullptr;
-  int def = -1;
-  if (auto *d = std::get_if<thir::DeclVar>(&s.op)) {
-    def = d->id;
-    value = &d->init;
-  } else if (auto *a = std::get_if<thir::AssignVar>(&s.op)) {
-    def = a->id;
-    value = &a->value;
-  } else {
+  auto a = thir::registerAssignment(s);
+  if (!a)
     return std::nullopt;
-  }
-  if (thir::containsWgmma(*value))
-    return std::nullopt;
-  return Assignment{def, varsOf(*value)};
+  return Assignment{a->def, varsOf(*a->value)};
 }
 
 bool independent(const Assignment &p, const Assignment &q) {

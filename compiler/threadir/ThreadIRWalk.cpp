@@ -73,6 +73,19 @@ bool containsWgmma(const Expr &e) {
   return containsWgmma(e, seen);
 }
 
+std::optional<RegisterAssignment> registerAssignment(const Stmt &s) {
+  RegisterAssignment a{-1, nullptr};
+  if (auto *d = std::get_if<DeclVar>(&s.op))
+    a = {d->id, &d->init};
+  else if (auto *v = std::get_if<AssignVar>(&s.op))
+    a = {v->id, &v->value};
+  else
+    return std::nullopt;
+  if (containsWgmma(*a.value))
+    return std::nullopt;
+  return a;
+}
+
 int maxVarId(const Body &b) {
   int m = -1;
   for (const Stmt &s : b) {

@@ -4,6 +4,7 @@
 
 #include "threadir/ThreadIR.h"
 
+#include <optional>
 #include <set>
 
 namespace tilec::thir {
@@ -17,6 +18,13 @@ std::set<int> varsRead(const Stmt &s);
 bool readsAny(const Expr &e, const std::set<int> &vars);
 /// Whether `e` holds a wgmma (a statement assigning it is then no plain register assignment).
 bool containsWgmma(const Expr &e);
+/// A statement that only computes a register: the variable it declares or assigns, and the
+/// value (which holds no wgmma; loads included).
+struct RegisterAssignment {
+  int def;
+  const Expr *value;
+};
+std::optional<RegisterAssignment> registerAssignment(const Stmt &s);
 /// The largest variable id declared in `b` or its bodies (loop variables included); -1 if none.
 int maxVarId(const Body &b);
 

@@ -3,6 +3,7 @@
 // std::logic_error is how the compiler reports its own bugs) aborts the run as a crash.
 #pragma once
 
+#include "schedule/Schedule.h"
 #include "support/Diagnostics.h"
 
 #include <cstddef>
@@ -24,6 +25,15 @@ inline uint32_t addInput(SourceManager &sm, const uint8_t *data, size_t size) {
 inline void renderDiagnostics(const DiagnosticEngine &diags) {
   std::string text = diags.renderAll();
   (void)text;
+}
+
+/// The schedule passes tilec runs after the sync passes, in its order, those off by default on
+/// (--split-wgmma-chains, --defer-wgmma-waits), so that every one of them sees fuzzed IR.
+inline void runSchedulePasses(thir::Module &m) {
+  schedule::interleaveWgmma(m);
+  schedule::foldAccumulatorClears(m);
+  schedule::splitWgmmaChains(m, 4);
+  schedule::deferWgmmaWaits(m);
 }
 
 } // namespace tilec::fuzz

@@ -6,7 +6,6 @@
 #include "FuzzCommon.h"
 #include "codegen/Codegen.h"
 #include "lower/Lower.h"
-#include "schedule/Schedule.h"
 #include "sema/Sema.h"
 #include "sync/Sync.h"
 #include "syntax/Parser.h"
@@ -63,10 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   verified("lowering");
   sync::insertBarriers(lowered->module);
   sync::elideFences(lowered->module);
-  schedule::interleaveWgmma(lowered->module);
-  schedule::foldAccumulatorClears(lowered->module);
-  schedule::splitWgmmaChains(lowered->module, 4);
-  schedule::deferWgmmaWaits(lowered->module);
+  fuzz::runSchedulePasses(lowered->module);
   verified("the sync and schedule passes");
   codegen::TargetOptions to;
   llvm::LLVMContext ctx;

@@ -4,7 +4,6 @@
 // malformed IR. Catches nothing: a std::logic_error escaping (a compiler bug) is a crash.
 #include "FuzzCommon.h"
 #include "codegen/Codegen.h"
-#include "schedule/Schedule.h"
 #include "threadir/ThreadIRParser.h"
 #include "threadir/ThreadIRVerifier.h"
 
@@ -35,12 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                    diags2.renderAll().c_str());
       std::abort();
     }
-    // The passes tilec runs after lowering, in its order (--split-wgmma-chains and
-    // --defer-wgmma-waits on).
-    schedule::interleaveWgmma(*module);
-    schedule::foldAccumulatorClears(*module);
-    schedule::splitWgmmaChains(*module, 4);
-    schedule::deferWgmmaWaits(*module);
+    fuzz::runSchedulePasses(*module);
     DiagnosticEngine diags3(sm);
     if (!thir::verify(*module, diags3)) {
       std::fprintf(stderr, "the schedule passes broke the IR:\n%s\n%s", diags3.renderAll().c_str(),
