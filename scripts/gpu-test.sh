@@ -117,6 +117,10 @@ build)
   mkdir -p "$gpu/gen/postscale_defer"
   "$tilec" compile "$root/tests/gpu/kernels/w4a16_words_postscale.tile" -o "$gpu/gen/postscale_defer" \
     --defer-wgmma-waits --namespace tile::postscale_defer --emit cubin,ptx,header,layout
+  # The weights as 1032 + q, each group's accumulator started from its activation sums, deferred.
+  mkdir -p "$gpu/gen/offset_defer"
+  "$tilec" compile "$root/tests/gpu/kernels/w4a16_words_offset.tile" -o "$gpu/gen/offset_defer" \
+    --defer-wgmma-waits --namespace tile::offset_defer --emit cubin,ptx,header,layout
   for sample in vector_add softmax rmsnorm_silu warp_reduce; do
     "$tilec" compile "$root/samples/$sample.tile" -o "$gpu/gen" --emit cubin,ptx,header,layout
   done

@@ -11,15 +11,19 @@
 // the tensor cores (tests/gpu/kernels/w4a16_words_postscale.tile), as compiled and with its
 // groups' waits deferred (--defer-wgmma-waits): its products are not rounded to float16 per
 // weight, so it is held to the same tolerance, and with one-hot activations (one product, then
-// one rounding to float16) it too is bit-exact.
+// one rounding to float16) it too is bit-exact. Likewise tests/gpu/kernels/w4a16_words_offset.tile
+// (the weights as 1032 + q, each group's accumulator started at -1032 times its activation sums),
+// as compiled and deferred: its one-hot products are 1032 + q and -1032, exact.
 #include "dequant_gemm_w4a16_large.h"
 #include "gpu_common.h"
+#include "offset_defer/w4a16_words_offset.h"
 #include "postscale_defer/w4a16_words_postscale.h"
 #include "w4_large/dequant_gemm_w4a16.h"
 #include "w4_sm80/dequant_gemm_w4a16.h"
 #include "w4_small/dequant_gemm_w4a16.h"
 #include "w4a16_breg.h"
 #include "w4a16_words.h"
+#include "w4a16_words_offset.h"
 #include "w4a16_words_postscale.h"
 #include "words_chains/w4a16_words.h"
 
@@ -144,6 +148,8 @@ int main() {
   CK(tile::words_chains::load());
   CK(tile::w4a16_words_postscale::load());
   CK(tile::postscale_defer::load());
+  CK(tile::w4a16_words_offset::load());
+  CK(tile::offset_defer::load());
   std::mt19937 rng = freshRng();
   int failures = 0;
   struct Shape {
@@ -161,6 +167,8 @@ int main() {
     failures += check("words chains", &tile::words_chains::w4a16, p, repackedIntoWords(p));
     failures += check("postscale", &tile::w4a16_words_postscale::w4a16, p, repackedIntoWords(p));
     failures += check("postscale defer", &tile::postscale_defer::w4a16, p, repackedIntoWords(p));
+    failures += check("offset", &tile::w4a16_words_offset::w4a16, p, repackedIntoWords(p));
+    failures += check("offset defer", &tile::offset_defer::w4a16, p, repackedIntoWords(p));
   }
   Problem hot = oneHotProblem(rng, 256, 200);
   failures += checkExact("breg", &tile::w4a16_breg::w4a16, hot, hot);
@@ -171,5 +179,7 @@ int main() {
       checkExact("postscale", &tile::w4a16_words_postscale::w4a16, hot, repackedIntoWords(hot));
   failures +=
       checkExact("postscale defer", &tile::postscale_defer::w4a16, hot, repackedIntoWords(hot));
+  failures += checkExact("offset", &tile::w4a16_words_offset::w4a16, hot, repackedIntoWords(hot));
+  failures += checkExact("offset defer", &tile::offset_defer::w4a16, hot, repackedIntoWords(hot));
   return verdict("dequant_gemm", failures);
 }
