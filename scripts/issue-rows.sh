@@ -22,7 +22,7 @@ archive=$root/.portable/issue-rows.tar.xz
 # and W4A16_SHAPES to time other rows than the issues' (an A/B of schedule variants).
 attention=${ATTENTION:-'^fa_(fp16_d128|fp16_d128_causal|bf16_d64_causal)$'}
 attention_shapes=${ATTENTION_SHAPES:-8x16x4096,8x16x2048,8x16x1024,2x4x1000}
-w4a16=${W4A16:-'^w4a16_(words_s4|words_s4_chains|postscale_s4_defer|postscale_s5_defer|areg)$'}
+w4a16=${W4A16:-'^w4a16_(words_s4|words_s4_chains|postscale_s4_defer|offset_s4_defer|offset_s5_defer|areg)$'}
 w4a16_shapes=${W4A16_SHAPES:-16x8192x8192,4096x8192x8192}
 
 case "${1:-}" in
