@@ -117,7 +117,7 @@ build)
   mkdir -p "$gpu/gen/postscale_defer"
   "$tilec" compile "$root/tests/gpu/kernels/w4a16_words_postscale.tile" -o "$gpu/gen/postscale_defer" \
     --defer-wgmma-waits --namespace tile::postscale_defer --emit cubin,ptx,header,layout
-  # The weights as 1032 + q, each group's accumulator started from its activation sums, deferred.
+  # The weights as 1032 + q, the 1032 taken back by a gemm of a constant tile, waits deferred.
   mkdir -p "$gpu/gen/offset_defer"
   "$tilec" compile "$root/tests/gpu/kernels/w4a16_words_offset.tile" -o "$gpu/gen/offset_defer" \
     --defer-wgmma-waits --namespace tile::offset_defer --emit cubin,ptx,header,layout

@@ -12,8 +12,8 @@
 // groups' waits deferred (--defer-wgmma-waits): its products are not rounded to float16 per
 // weight, so it is held to the same tolerance, and with one-hot activations (one product, then
 // one rounding to float16) it too is bit-exact. Likewise tests/gpu/kernels/w4a16_words_offset.tile
-// (the weights as 1032 + q, each group's accumulator started at -1032 times its activation sums),
-// as compiled and deferred: its one-hot products are 1032 + q and -1032, exact.
+// (the weights as 1032 + q, and -1032 times each group's activation sums in accumulators of their
+// own), as compiled and deferred: its one-hot products are 1032 + q and -1032, exact.
 #include "dequant_gemm_w4a16_large.h"
 #include "gpu_common.h"
 #include "offset_defer/w4a16_words_offset.h"
