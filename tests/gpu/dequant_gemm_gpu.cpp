@@ -13,7 +13,9 @@
 // weight, so it is held to the same tolerance, and with one-hot activations (one product, then
 // one rounding to float16) it too is bit-exact. Likewise tests/gpu/kernels/w4a16_words_offset.tile
 // (the weights as 1032 + q, and -1032 times each group's activation sums in accumulators of their
-// own), as compiled and deferred: its one-hot products are 1032 + q and -1032, exact.
+// own), as compiled and deferred: its one-hot products are 1032 + q and -1032, exact. And
+// tests/gpu/kernels/w4a16_words_ksplit.tile (K split between two warpgroups, the halves summed in
+// float32 at the end: a one-hot row has one nonzero product, exact too).
 #include "dequant_gemm_w4a16_large.h"
 #include "gpu_common.h"
 #include "offset_defer/w4a16_words_offset.h"
@@ -23,6 +25,7 @@
 #include "w4_small/dequant_gemm_w4a16.h"
 #include "w4a16_breg.h"
 #include "w4a16_words.h"
+#include "w4a16_words_ksplit.h"
 #include "w4a16_words_offset.h"
 #include "w4a16_words_postscale.h"
 #include "words_chains/w4a16_words.h"
@@ -150,6 +153,7 @@ int main() {
   CK(tile::postscale_defer::load());
   CK(tile::w4a16_words_offset::load());
   CK(tile::offset_defer::load());
+  CK(tile::w4a16_words_ksplit::load());
   std::mt19937 rng = freshRng();
   int failures = 0;
   struct Shape {
@@ -169,6 +173,7 @@ int main() {
     failures += check("postscale defer", &tile::postscale_defer::w4a16, p, repackedIntoWords(p));
     failures += check("offset", &tile::w4a16_words_offset::w4a16, p, repackedIntoWords(p));
     failures += check("offset defer", &tile::offset_defer::w4a16, p, repackedIntoWords(p));
+    failures += check("ksplit", &tile::w4a16_words_ksplit::w4a16, p, repackedIntoWords(p));
   }
   Problem hot = oneHotProblem(rng, 256, 200);
   failures += checkExact("breg", &tile::w4a16_breg::w4a16, hot, hot);
@@ -181,5 +186,6 @@ int main() {
       checkExact("postscale defer", &tile::postscale_defer::w4a16, hot, repackedIntoWords(hot));
   failures += checkExact("offset", &tile::w4a16_words_offset::w4a16, hot, repackedIntoWords(hot));
   failures += checkExact("offset defer", &tile::offset_defer::w4a16, hot, repackedIntoWords(hot));
+  failures += checkExact("ksplit", &tile::w4a16_words_ksplit::w4a16, hot, repackedIntoWords(hot));
   return verdict("dequant_gemm", failures);
 }
