@@ -235,6 +235,8 @@ Value *KernelEmitter::exprOp(const thir::Wgmma &w, const Node &n) {
     ops.acc = expr(w.acc);
   if (w.turn.barrier >= 0)
     std::tie(ops.own, ops.other) = turnBarriers(w.turn.barrier);
+  if (w.active)
+    ops.active = b_.CreateZExt(expr(w.active), b_.getInt32Ty());
   std::vector<const thir::Node *> bases;
   for (const thir::WgmmaInstr &in : w.instrs) {
     if (w.aInRegisters)
@@ -332,6 +334,16 @@ Value *KernelEmitter::wgmmaAsm(const thir::Wgmma &w, const Node &n, const WgmmaO
   args.push_back(b_.getInt32(1));
   inTys.push_back(b_.getInt32Ty());
   ++next;
+  // A warpgroup that does not issue (thir::Wgmma::active) skips the instructions under a guard
+  // the same in all its threads, as .aligned requires; its fence, commit and wait do nothing.
+  std::string guard;
+  if (ops.active) {
+    text += fmt::format(".reg .pred g;\nsetp.ne.b32 g, ${}, 0;\n", next++);
+    constraints += ",r";
+    args.push_back(ops.active);
+    inTys.push_back(b_.getInt32Ty());
+    guard = "@g ";
+  }
   std::vector<bool> written(S);
   // A ping-pong turn: wait for this warpgroup's before the fence, hand it over after the
   // commit (thir::Wgmma::turn).
@@ -398,9 +410,9 @@ Value *KernelEmitter::wgmmaAsm(const thir::Wgmma &w, const Node &n, const WgmmaO
       }
     if (fresh != 0 && fresh != w.n / 2)
       throw std::logic_error("a clearing wgmma instruction overlaps another's accumulators");
-    text += fmt::format("wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, {}, {}, "
+    text += fmt::format("{}wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, {}, {}, "
                         "1, 1{};\n",
-                        w.n, w.k(), aTy, bTy, d, a, bDesc, fresh ? "q" : "p", trans);
+                        guard, w.n, w.k(), aTy, bTy, d, a, bDesc, fresh ? "q" : "p", trans);
   }
   text += fmt::format("wgmma.commit_group.sync.aligned;\n{}wgmma.wait_group.sync.aligned {};\n}}",
                       handOver, w.pending);

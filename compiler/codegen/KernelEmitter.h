@@ -360,6 +360,7 @@ private:
     std::vector<Value *> descriptorBases;
     std::vector<Descriptor> aDesc, bDesc;
     Value *own = nullptr, *other = nullptr; // the turn's barriers
+    Value *active = nullptr;                // i32: whether this warpgroup issues (Wgmma::active)
   };
   WgmmaOperands::Descriptor wgmmaDescriptor(const thir::Expr &e, WgmmaOperands &ops,
                                             std::vector<const thir::Node *> &bases);

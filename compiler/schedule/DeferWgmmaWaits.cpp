@@ -110,8 +110,9 @@ private:
     for (size_t d : deferred) {
       auto &decl = std::get<thir::DeclVar>(b[d].op);
       const auto &w = std::get<thir::Wgmma>(decl.init->op);
-      decl.init = thir::wgmma(w.acc, w.instrs, w.n, w.inputType, w.aInRegisters, w.aMnMajor,
-                              w.bMnMajor, /*pending=*/1, w.bInputType, w.turn, w.reads, w.clearAcc);
+      decl.init =
+          thir::wgmma(w.acc, w.instrs, w.n, w.inputType, w.aInRegisters, w.aMnMajor, w.bMnMajor,
+                      /*pending=*/1, w.bInputType, w.turn, w.reads, w.clearAcc, w.active);
     }
     // The last wgmma's own lanes are complete when produced; the deferred groups' are tied.
     std::vector<int> tied;

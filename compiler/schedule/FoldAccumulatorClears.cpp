@@ -191,7 +191,7 @@ std::optional<std::vector<size_t>> clearsAll(const Body &b, size_t from, size_t 
 
 Expr withClear(const thir::Wgmma &w, Expr clear) {
   return thir::wgmma(w.acc, w.instrs, w.n, w.inputType, w.aInRegisters, w.aMnMajor, w.bMnMajor,
-                     w.pending, w.bInputType, w.turn, w.reads, std::move(clear));
+                     w.pending, w.bInputType, w.turn, w.reads, std::move(clear), w.active);
 }
 
 class Folder {

@@ -153,7 +153,8 @@ private:
       const bool last = to == steps;
       Expr step = thir::wgmma(acc, {w->instrs.begin() + long(from), w->instrs.begin() + long(to)},
                               w->n, w->inputType, w->aInRegisters, w->aMnMajor, w->bMnMajor,
-                              last ? 0 : pending, w->bInputType, w->turn, w->reads);
+                              last ? 0 : pending, w->bInputType, w->turn, w->reads,
+                              /*clearAcc=*/nullptr, w->active);
       const int id = last ? decl->id : nextVar_++;
       out.push_back(Stmt{thir::DeclVar{id, accType, step}});
       acc = thir::var(id, accType);

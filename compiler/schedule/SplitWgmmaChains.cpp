@@ -64,7 +64,7 @@ private:
     const thir::Type wide{DType::Float32, lanes * chains_};
     Expr all = thir::wgmma(thir::makeVector(std::move(acc)), std::move(instrs), w->n, w->inputType,
                            w->aInRegisters, w->aMnMajor, w->bMnMajor, 0, w->bInputType, w->turn,
-                           w->reads, w->clearAcc);
+                           w->reads, w->clearAcc, w->active);
     const int allVar = nextVar_++;
     std::vector<Expr> sums;
     for (int l = 0; l < lanes; ++l) {

@@ -358,6 +358,14 @@ Expr Parser::wgmma(SourceLoc loc, const std::vector<std::string_view> &parts, Ba
       expectPunct("]");
       continue;
     }
+    // `[issue if COND]`, once, before the instructions.
+    if (cur_.isIdent("issue") && !w.active && w.instrs.empty()) {
+      advance();
+      expectIdent("if");
+      w.active = expr();
+      expectPunct("]");
+      continue;
+    }
     expectIdent("acc");
     WgmmaInstr in;
     in.accFirst = smallInt("the first accumulator lane");

@@ -167,6 +167,8 @@ private:
                     w.bMnMajor ? ".b_mn_major" : "", turnSuffix(w.turn), expr(w.acc, k));
     if (w.clearAcc)
       s += fmt::format(", [clear if {}]", expr(w.clearAcc, k));
+    if (w.active)
+      s += fmt::format(", [issue if {}]", expr(w.active, k));
     for (const WgmmaInstr &i : w.instrs)
       s += fmt::format(", [acc {}: {}, {}]", i.accFirst, expr(i.a, k), expr(i.bDesc, k));
     for (const SmemRegion &r : w.reads)
@@ -450,10 +452,12 @@ bool clearsWholeLanes(const std::vector<WgmmaInstr> &instrs, int n, int lanes) {
 
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
            bool aMnMajor, bool bMnMajor, int pending, std::optional<DType> bInputType,
-           Wgmma::Turn turn, std::vector<SmemRegion> reads, Expr clearAcc) {
+           Wgmma::Turn turn, std::vector<SmemRegion> reads, Expr clearAcc, Expr active) {
   requireExpr(acc, "wgmma");
   if (clearAcc && !(clearAcc->type == Type{DType::Bool, 1}))
     misuse("wgmma clear condition not bool");
+  if (active && !(active->type == Type{DType::Bool, 1}))
+    misuse("wgmma activity condition not bool");
   for (const SmemRegion &r : reads)
     if (r.begin < 0 || r.end <= r.begin)
       misuse("wgmma read region");
@@ -478,9 +482,9 @@ Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, boo
   Type t = acc->type;
   if (clearAcc && !clearsWholeLanes(instrs, n, acc->type.lanes))
     misuse("wgmma that clears its accumulators without writing every lane, each only once new");
-  return make(t,
-              Wgmma{std::move(acc), std::move(clearAcc), std::move(instrs), n, inputType,
-                    aInRegisters, aMnMajor, bMnMajor, pending, turn, bInputType, std::move(reads)});
+  return make(t, Wgmma{std::move(acc), std::move(clearAcc), std::move(instrs), n, inputType,
+                       aInRegisters, aMnMajor, bMnMajor, pending, turn, bInputType,
+                       std::move(reads), std::move(active)});
 }
 
 Expr bitcast(Expr a, Type t) {

@@ -232,6 +232,11 @@ struct Wgmma {
   /// The shared bytes its descriptors read (A's and B's buffers, every version of them), for
   /// insert-barriers; none listed: every byte.
   std::vector<SmemRegion> reads;
+  /// A Bool, the same in every thread of a warpgroup: where false, the warpgroup issues none of
+  /// the instructions (the fence, commit and wait still run), and the accumulators keep their
+  /// values, or are undefined where `clearAcc` holds. Lowering sets it where a warpgroup's rows
+  /// of the result are never read (a K split between warpgroups: each uses one gemm's rows).
+  Expr active;
   /// The k of one instruction: 32 for float8 inputs (which are K-major only), 16 for 16-bit.
   int k() const { return dtypeBits(inputType) == 8 ? 32 : 16; }
 };
@@ -505,7 +510,7 @@ Expr sharedAddress(Expr byteOffset);
 Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, bool aInRegisters,
            bool aMnMajor, bool bMnMajor, int pending = 0,
            std::optional<DType> bInputType = std::nullopt, Wgmma::Turn turn = {},
-           std::vector<SmemRegion> reads = {}, Expr clearAcc = nullptr);
+           std::vector<SmemRegion> reads = {}, Expr clearAcc = nullptr, Expr active = nullptr);
 /// Whether code generation has unary `op` on float64: the transcendentals it evaluates only in
 /// float32 (exp, log, tanh, ...) it has not; lowering reports them at their source.
 bool hasFloat64(UnOp op);
@@ -555,6 +560,8 @@ template <class F> void forEachOperand(const Node &n, F &&f) {
           f(op.acc);
           if (op.clearAcc)
             f(op.clearAcc);
+          if (op.active)
+            f(op.active);
           for (const WgmmaInstr &i : op.instrs) {
             f(i.a);
             f(i.bDesc);

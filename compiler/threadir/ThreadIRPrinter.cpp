@@ -238,6 +238,8 @@ private:
         turnSuffix(w.turn), expr(w.acc));
     if (w.clearAcc)
       s += fmt::format(", [clear if {}]", expr(w.clearAcc));
+    if (w.active)
+      s += fmt::format(", [issue if {}]", expr(w.active));
     for (const WgmmaInstr &i : w.instrs)
       s += fmt::format(", [acc {}: {}, {}]", i.accFirst, expr(i.a), expr(i.bDesc));
     for (const SmemRegion &r : w.reads)
