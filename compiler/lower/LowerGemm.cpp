@@ -308,6 +308,23 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
   thir::Expr group = div(thread(), 128);
   thir::Expr groupRow = plan->groupsN == 1 ? group : div(group, plan->groupsN);
   thir::Expr groupCol = plan->groupsN == 1 ? i32(0) : mod(group, plan->groupsN);
+  // Warpgroups whose rows of C nothing reads issue no instruction (thir::Wgmma::active).
+  thir::Expr active;
+  if (plan->groupsN == 1 && plan->groupsM > 1) {
+    const Interval read = rowsReadBesidesGemms(k_.body, C->id);
+    int64_t issuing = 0;
+    for (int64_t r = 0; r < plan->groupsM; ++r) {
+      if (read.hi < r * groupRows || read.lo >= (r + 1) * groupRows)
+        continue;
+      thir::Expr mine = eq(groupRow, i32(r));
+      active = active ? thir::binary(thir::BinOp::Or, active, mine) : mine;
+      ++issuing;
+    }
+    if (issuing == 0)
+      active = thir::constInt(0, DType::Bool);
+    else if (issuing == plan->groupsM)
+      active = nullptr;
+  }
   Type i64{DType::Int64};
   // A descriptor is (start address >> 4) in its low 14 bits plus constant strides and swizzle
   // mode; the start addresses of one operand differ by constants and by the warpgroup's
@@ -394,7 +411,7 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
                                            static_cast<int>(plan->instrN), A->dtype, aRegs,
                                            /*aMnMajor=*/g.transA,
                                            /*bMnMajor=*/!g.transB, wgmmaPending_, B->dtype, turn_,
-                                           std::move(reads))}});
+                                           std::move(reads), /*clearAcc=*/nullptr, active)}});
   for (int64_t slot = 0; slot < lc.slots(); ++slot)
     out.push_back(
         {thir::AssignVar{slotVars_.at(C->id).at(slot),

@@ -38,6 +38,12 @@ struct Interval {
   int64_t hi = std::numeric_limits<int64_t>::max() / 4;
 };
 
+/// The rows (first indices) of buffer `buffer` that the statements of `body` read, the gemms
+/// accumulating into it aside (each reads a row only to compute that row): the range of every
+/// index and region that may read it, over the constant ranges of the loops around them; lo > hi
+/// when nothing reads it.
+Interval rowsReadBesidesGemms(const tile::Body &body, int buffer);
+
 /// What a tile variable stands for while its body is lowered.
 struct Binding {
   thir::Expr value; // scalar value (loop variables, parameters, dims, block indices)
