@@ -334,15 +334,15 @@ Value *KernelEmitter::wgmmaAsm(const thir::Wgmma &w, const Node &n, const WgmmaO
   args.push_back(b_.getInt32(1));
   inTys.push_back(b_.getInt32Ty());
   ++next;
-  // A warpgroup that does not issue (thir::Wgmma::active) skips the instructions under a guard
-  // the same in all its threads, as .aligned requires; its fence, commit and wait do nothing.
-  std::string guard;
+  // A warpgroup that does not issue (thir::Wgmma::active) branches over the group, fence to
+  // wait; the condition is the same in the warpgroup, so the branch is uniform. (A guard
+  // predicate on each instruction instead makes ptxas serialize every wgmma of the kernel:
+  // C7520, "wgmma.mma_async instructions are serialized due to ... divergent path".)
   if (ops.active) {
-    text += fmt::format(".reg .pred g;\nsetp.ne.b32 g, ${}, 0;\n", next++);
+    text += fmt::format(".reg .pred g;\nsetp.ne.b32 g, ${}, 0;\n@!g bra.uni tilec_skip;\n", next++);
     constraints += ",r";
     args.push_back(ops.active);
     inTys.push_back(b_.getInt32Ty());
-    guard = "@g ";
   }
   std::vector<bool> written(S);
   // A ping-pong turn: wait for this warpgroup's before the fence, hand it over after the
@@ -410,12 +410,12 @@ Value *KernelEmitter::wgmmaAsm(const thir::Wgmma &w, const Node &n, const WgmmaO
       }
     if (fresh != 0 && fresh != w.n / 2)
       throw std::logic_error("a clearing wgmma instruction overlaps another's accumulators");
-    text += fmt::format("{}wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, {}, {}, "
+    text += fmt::format("wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, {}, {}, {}, "
                         "1, 1{};\n",
-                        guard, w.n, w.k(), aTy, bTy, d, a, bDesc, fresh ? "q" : "p", trans);
+                        w.n, w.k(), aTy, bTy, d, a, bDesc, fresh ? "q" : "p", trans);
   }
-  text += fmt::format("wgmma.commit_group.sync.aligned;\n{}wgmma.wait_group.sync.aligned {};\n}}",
-                      handOver, w.pending);
+  text += fmt::format("wgmma.commit_group.sync.aligned;\n{}wgmma.wait_group.sync.aligned {};\n{}}}",
+                      handOver, w.pending, ops.active ? "tilec_skip:\n" : "");
   // wgmma reads shared memory (through its descriptors) and writes only registers: a
   // read-only call, so that stores stay on their side of it while loads of shared memory may
   // still be shared across it (interleave-wgmma's steps read the same words and scales).

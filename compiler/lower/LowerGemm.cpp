@@ -310,7 +310,7 @@ void KernelLowering::lowerGemmWgmma(const tile::Stmt &s, const tile::Gemm &g, th
   thir::Expr groupCol = plan->groupsN == 1 ? i32(0) : mod(group, plan->groupsN);
   // Warpgroups whose rows of C nothing reads issue no instruction (thir::Wgmma::active).
   thir::Expr active;
-  if (plan->groupsN == 1 && plan->groupsM > 1) {
+  if (plan->groupsN == 1 && plan->groupsM > 1 && turn_.barrier < 0) {
     const Interval read = rowsReadBesidesGemms(k_.body, C->id);
     int64_t issuing = 0;
     for (int64_t r = 0; r < plan->groupsM; ++r) {

@@ -458,6 +458,8 @@ Expr wgmma(Expr acc, std::vector<WgmmaInstr> instrs, int n, DType inputType, boo
     misuse("wgmma clear condition not bool");
   if (active && !(active->type == Type{DType::Bool, 1}))
     misuse("wgmma activity condition not bool");
+  if (active && turn.barrier >= 0)
+    misuse("wgmma with an issue condition and a turn");
   for (const SmemRegion &r : reads)
     if (r.begin < 0 || r.end <= r.begin)
       misuse("wgmma read region");

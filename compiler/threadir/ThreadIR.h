@@ -232,9 +232,9 @@ struct Wgmma {
   /// The shared bytes its descriptors read (A's and B's buffers, every version of them), for
   /// insert-barriers; none listed: every byte.
   std::vector<SmemRegion> reads;
-  /// A Bool, the same in every thread of a warpgroup: where false, the warpgroup issues none of
-  /// the instructions (the fence, commit and wait still run), and the accumulators keep their
-  /// values, or are undefined where `clearAcc` holds. Lowering sets it where a warpgroup's rows
+  /// A Bool, the same in every thread of a warpgroup: where false, the warpgroup branches over
+  /// the group (fence to wait), and the accumulators keep their values, or are undefined where
+  /// `clearAcc` holds. Not with a turn. Lowering sets it where a warpgroup's rows
   /// of the result are never read (a K split between warpgroups: each uses one gemm's rows).
   Expr active;
   /// The k of one instruction: 32 for float8 inputs (which are K-major only), 16 for 16-bit.

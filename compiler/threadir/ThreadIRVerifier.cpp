@@ -656,8 +656,12 @@ private:
         error(&n, "a wgmma that clears its accumulators must write every lane, each instruction "
                   "only lanes no earlier one wrote or only lanes an earlier one wrote");
     }
-    if (w.active)
+    if (w.active) {
       requireType(&n, w.active, Type{DType::Bool, 1}, "a wgmma's issue condition");
+      if (w.turn.barrier >= 0)
+        error(&n, "a wgmma with an issue condition cannot take a ping-pong turn (the warpgroup "
+                  "that does not issue would not pass it)");
+    }
     for (const SmemRegion &r : w.reads)
       requireRegion(&n, r, nullptr, 0);
     Type aType = w.aInRegisters ? Type{DType::Int32, 4} : kInt64;
