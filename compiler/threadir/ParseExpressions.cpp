@@ -350,22 +350,18 @@ Expr Parser::wgmma(SourceLoc loc, const std::vector<std::string_view> &parts, Ba
   w.acc = expr();
   while (accept(",")) {
     expectPunct("[");
-    // `[clear if COND]`, once, before the instructions.
-    if (cur_.isIdent("clear") && !w.clearAcc && w.instrs.empty()) {
+    // `[clear if COND]` and `[issue if COND]`, each once, before the instructions.
+    auto condition = [&](std::string_view word, Expr &slot) {
+      if (!cur_.isIdent(word) || slot || !w.instrs.empty())
+        return false;
       advance();
       expectIdent("if");
-      w.clearAcc = expr();
+      slot = expr();
       expectPunct("]");
+      return true;
+    };
+    if (condition("clear", w.clearAcc) || condition("issue", w.active))
       continue;
-    }
-    // `[issue if COND]`, once, before the instructions.
-    if (cur_.isIdent("issue") && !w.active && w.instrs.empty()) {
-      advance();
-      expectIdent("if");
-      w.active = expr();
-      expectPunct("]");
-      continue;
-    }
     expectIdent("acc");
     WgmmaInstr in;
     in.accFirst = smallInt("the first accumulator lane");
