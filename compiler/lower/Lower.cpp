@@ -192,17 +192,14 @@ thir::Expr KernelLowering::widen(thir::Expr e, int lanes) {
   return e;
 }
 
-Interval KernelLowering::range(const tile::Expr &e) {
+Interval valueRange(const tile::Expr &e,
+                    const std::function<std::optional<Interval>(int)> &rangeOf) {
   if (auto c = tile::asConstInt(e))
     return {*c, *c};
-  if (auto *r = std::get_if<tile::VarRef>(&e->op)) {
-    auto it = bindings_.find(r->var->id);
-    if (it != bindings_.end() && it->second.range)
-      return *it->second.range;
-    return {};
-  }
+  if (auto *r = std::get_if<tile::VarRef>(&e->op))
+    return rangeOf(r->var->id).value_or(Interval{});
   if (auto *b = std::get_if<tile::Binary>(&e->op)) {
-    Interval x = range(b->a), y = range(b->b);
+    Interval x = valueRange(b->a, rangeOf), y = valueRange(b->b, rangeOf);
     const int64_t big = std::numeric_limits<int64_t>::max() / 4;
     auto clamp = [&](int64_t v) { return std::max(-big, std::min(big, v)); };
     switch (b->op) {
@@ -234,6 +231,13 @@ Interval KernelLowering::range(const tile::Expr &e) {
     }
   }
   return {};
+}
+
+Interval KernelLowering::range(const tile::Expr &e) {
+  return valueRange(e, [&](int id) -> std::optional<Interval> {
+    auto it = bindings_.find(id);
+    return it != bindings_.end() ? it->second.range : std::nullopt;
+  });
 }
 
 bool KernelLowering::indexesGridExtent(const tile::Expr &index, const tile::Expr &extent) {

@@ -38,6 +38,11 @@ struct Interval {
   int64_t hi = std::numeric_limits<int64_t>::max() / 4;
 };
 
+/// The values integer expression `e` may take, where `rangeOf` gives the range of a variable
+/// (by id) when one is known; every value (Interval{}) where nothing bounds them.
+Interval valueRange(const tile::Expr &e,
+                    const std::function<std::optional<Interval>(int)> &rangeOf);
+
 /// The rows (first indices) of buffer `buffer` that the statements of `body` read, the gemms
 /// accumulating into it aside (each reads a row only to compute that row): the range of every
 /// index and region that may read it, over the constant ranges of the loops around them; lo > hi

@@ -15,44 +15,14 @@ namespace {
 
 using Ranges = std::map<int, Interval>;
 
-constexpr int64_t kBig = std::numeric_limits<int64_t>::max() / 4;
+/// Every value: what valueRange gives where nothing bounds an expression.
+constexpr Interval kEverything{};
 
-Interval everything() { return {-kBig, kBig}; }
-
-/// The values `e` takes where the variables lie in `ranges`; every value when not known.
 Interval valuesOf(const tile::Expr &e, const Ranges &ranges) {
-  if (auto c = tile::asConstInt(e))
-    return {*c, *c};
-  if (auto *r = std::get_if<tile::VarRef>(&e->op)) {
-    auto it = ranges.find(r->var->id);
-    return it != ranges.end() ? it->second : everything();
-  }
-  auto *b = std::get_if<tile::Binary>(&e->op);
-  if (!b)
-    return everything();
-  Interval x = valuesOf(b->a, ranges), y = valuesOf(b->b, ranges);
-  if (x.lo <= -kBig || x.hi >= kBig || y.lo <= -kBig || y.hi >= kBig)
-    return everything();
-  switch (b->op) {
-  case tile::BinOp::Add:
-    return {x.lo + y.lo, x.hi + y.hi};
-  case tile::BinOp::Sub:
-    return {x.lo - y.hi, x.hi - y.lo};
-  case tile::BinOp::Mul:
-    if (y.lo == y.hi && y.lo >= 0)
-      return {x.lo * y.lo, x.hi * y.lo};
-    return everything();
-  case tile::BinOp::FloorDiv:
-    if (y.lo == y.hi && y.lo > 0 && x.lo >= 0)
-      return {x.lo / y.lo, x.hi / y.lo};
-    return everything();
-  case tile::BinOp::Mod:
-    if (y.lo == y.hi && y.lo > 0)
-      return x.lo >= 0 && x.hi < y.lo ? x : Interval{0, y.lo - 1};
-    return everything();
-  default:
-    return everything();
-  }
+  return valueRange(e, [&](int id) -> std::optional<Interval> {
+    auto it = ranges.find(id);
+    return it != ranges.end() ? std::optional(it->second) : std::nullopt;
+  });
 }
 
 /// `ranges` where `cond` is `holds`: a comparison of a variable with a constant narrows the
@@ -69,47 +39,32 @@ std::optional<Ranges> narrowed(const tile::Expr &cond, bool holds, Ranges ranges
   }
   auto *v = std::get_if<tile::VarRef>(&b->a->op);
   auto c = tile::asConstInt(b->b);
-  if (!v || !c)
-    return ranges;
-  auto it = ranges.find(v->var->id);
+  auto it = v && c ? ranges.find(v->var->id) : ranges.end();
   if (it == ranges.end())
     return ranges;
-  tile::BinOp op = b->op;
-  if (!holds) {
-    switch (op) {
-    case tile::BinOp::Lt:
-      op = tile::BinOp::Ge;
-      break;
-    case tile::BinOp::Le:
-      op = tile::BinOp::Gt;
-      break;
-    case tile::BinOp::Gt:
-      op = tile::BinOp::Le;
-      break;
-    case tile::BinOp::Ge:
-      op = tile::BinOp::Lt;
-      break;
-    default:
-      return ranges;
-    }
-  }
-  Interval &r = it->second;
-  switch (op) {
+  // The half-line where `var op c` holds; where it does not, the other half.
+  Interval where = kEverything;
+  switch (b->op) {
   case tile::BinOp::Lt:
-    r.hi = std::min(r.hi, *c - 1);
+    where.hi = *c - 1;
     break;
   case tile::BinOp::Le:
-    r.hi = std::min(r.hi, *c);
+    where.hi = *c;
     break;
   case tile::BinOp::Gt:
-    r.lo = std::max(r.lo, *c + 1);
+    where.lo = *c + 1;
     break;
   case tile::BinOp::Ge:
-    r.lo = std::max(r.lo, *c);
+    where.lo = *c;
     break;
   default:
     return ranges;
   }
+  if (!holds)
+    where = where.lo == kEverything.lo ? Interval{where.hi + 1, kEverything.hi}
+                                       : Interval{kEverything.lo, where.lo - 1};
+  Interval &r = it->second;
+  r = {std::max(r.lo, where.lo), std::min(r.hi, where.hi)};
   if (r.lo > r.hi)
     return std::nullopt;
   return ranges;
@@ -163,14 +118,14 @@ private:
         const tile::RegionDim &d = u.region->dims.front();
         Interval begin = valuesOf(d.begin, ranges);
         auto extent = d.dropped ? std::optional<int64_t>(1) : tile::asConstInt(d.extent);
-        if (!extent || begin.hi >= kBig)
-          add(everything());
+        if (!extent || begin.hi >= kEverything.hi)
+          add(kEverything);
         else
           add({begin.lo, begin.hi + *extent - 1});
       } else if (u.indices && !u.indices->empty()) {
         add(valuesOf(u.indices->front(), ranges));
       } else {
-        add(everything());
+        add(kEverything);
       }
     }
     if (auto *i = std::get_if<tile::If>(&s.op)) {
@@ -200,7 +155,7 @@ private:
   }
 
   int buffer_;
-  Interval rows_{kBig, -kBig}; // none yet
+  Interval rows_{kEverything.hi, kEverything.lo}; // none yet
 };
 
 } // namespace
