@@ -15,6 +15,11 @@ cannot show. A developer tool: it patches the PTX tilec emits, it does not chang
       Per block: each warp's phases between stamps, and how much of the time both consumer
       warpgroups spend outside their wgmma waits at once (both in softmax) or inside them at
       once.
+  trace_timeline.py report TRACE.bin SITES.json --stages
+      Per block, warp 0's pipeline: when its first stage's data came (the fill), how long it
+      waited for data after that, inside its wgmma blocks and elsewhere, the median cycles from
+      one stage's data to the next, when it returned, and when the block started and returned
+      against the others (%globaltimer); then the quartiles over the blocks.
 
 The trace buffer holds MAX_EVENTS stamps per warp for 16 warps of each traced block; a warp
 that runs more stops recording (the report says so).
@@ -102,6 +107,11 @@ def patch(args):
                 out.append(PROLOGUE.format(blocks=args.blocks, warps=WARPS,
                                            warp_bytes=warp_bytes).rstrip('\n'))
                 stamp('entry', i + 1)
+                # The entry again in the GPU's nanoseconds, which every SM shares: when each
+                # block started, against the others.
+                sites.append({'kind': 'entry_ns', 'line': i + 1})
+                out.append(STAMP.format(limit=warp_bytes, site=len(sites) - 1).replace(
+                    'mov.u32 tr_c, %clock;', 'mov.u32 tr_c, %globaltimer_lo;').rstrip('\n'))
             i += 1
             continue
         if s == '// begin inline asm':
@@ -128,6 +138,9 @@ def patch(args):
             continue
         if s == 'ret;':
             stamp('ret', i + 1)
+            sites.append({'kind': 'ret_ns', 'line': i + 1})
+            out.append(STAMP.format(limit=warp_bytes, site=len(sites) - 1).replace(
+                'mov.u32 tr_c, %clock;', 'mov.u32 tr_c, %globaltimer_lo;').rstrip('\n'))
         out.append(line)
         i += 1
     if not body_open:
@@ -176,6 +189,7 @@ def rel(clock, t0):
 def phases(ev, sites, t0):
     """A warp's stamps as (start, end, category): between a site's begin and end stamps the
     category of the site (the time a wgmma block takes is mostly its wait), else 'run'."""
+    ev = [e for e in ev if e[0] >= len(sites) or not sites[e[0]]['kind'].endswith('_ns')]
     out = []
     for (s0, c0), (s1, c1) in zip(ev, ev[1:]):
         k0 = sites[s0]['kind'] if s0 < len(sites) else '?'
@@ -202,8 +216,77 @@ def overlap(a, b):
     return table
 
 
+def warp_events(words, meta, block, warp):
+    """One warp's (site, clock) stamps in the trace, in order."""
+    per_warp = meta['max_events'] * 2
+    base = (block * meta['warps'] + warp) * per_warp
+    ev = []
+    for e in range(meta['max_events']):
+        site, clk = words[base + 2 * e], words[base + 2 * e + 1]
+        if site == 0 and clk == 0 and e > 0:
+            break
+        ev.append((site, clk))
+    return ev
+
+
+def stages(meta, words):
+    """The --stages report: each block's fill, waits and stage period, from warp 0."""
+    sites = meta['sites']
+    cols = ('cycles', 'fill', 'data_wait', 'tensor', 'other', 'period', 'stages', 'start_ns',
+            'end_ns')
+    rows = []
+    for b in range(meta['blocks']):
+        ev = warp_events(words, meta, b, 0)
+        if len(ev) < 2:
+            continue
+        ns = {sites[s]['kind']: c for s, c in ev if s < len(sites) and sites[s]['kind'].endswith('_ns')}
+        ev = [e for e in ev if e[0] >= len(sites) or not sites[e[0]]['kind'].endswith('_ns')]
+        t0 = ev[0][1]
+        kinds = [(sites[s]['kind'] if s < len(sites) else '?', rel(c, t0)) for s, c in ev]
+        data = [t for k, t in kinds if k == 'mbar_wait:end']
+        if not data:
+            continue
+        spent = defaultdict(int)
+        for (k0, a), (k1, z) in zip(kinds, kinds[1:]):
+            if k0.endswith(':begin') and k1 == k0[:-len('begin')] + 'end':
+                spent[category(k0)] += z - a
+        first_wait = next(z - a for (k0, a), (k1, z) in zip(kinds, kinds[1:])
+                          if k0 == 'mbar_wait:begin' and k1 == 'mbar_wait:end')
+        total = kinds[-1][1]
+        periods = sorted(y - x for x, y in zip(data, data[1:]))
+        period = periods[len(periods) // 2] if periods else 0
+        waits = spent['mbar_wait'] - first_wait
+        rows.append((b, total, data[0], waits, spent['tensor_wait'],
+                     total - data[0] - waits - spent['tensor_wait'], period, len(data),
+                     ns.get('entry_ns'), ns.get('ret_ns')))
+    if rows and all(r[-1] is not None and r[-2] is not None for r in rows):
+        first = min(r[-2] for r in rows)
+        rows = [r[:-2] + (rel(r[-2], first), rel(r[-1], first)) for r in rows]
+    else:
+        rows = [r[:-2] + (0, 0) for r in rows]
+    print('Warp 0 of each block, in its SM\'s clock cycles from the block\'s entry: fill = when '
+          'its first stage\'s data came; data_wait = its waits for data after that; tensor = '
+          'inside its wgmma blocks; other = the rest after the fill (dequantization, issue, '
+          'epilogue); period = the median cycles from one stage\'s data to the next; start_ns and '
+          'end_ns = when the block started and returned, in nanoseconds after the first traced '
+          'block started.')
+    print(f'{"block":>5} ' + ' '.join(f'{c:>9}' for c in cols))
+    for r in rows:
+        print(f'{r[0]:5d} ' + ' '.join(f'{v:9d}' for v in r[1:]))
+    if rows:
+        print('quartiles over the blocks:')
+        for i, c in enumerate(cols):
+            vals = sorted(r[i + 1] for r in rows)
+            q = [vals[(len(vals) - 1) * k // 4] for k in range(5)]
+            print(f'  {c:>9}: min {q[0]}  q1 {q[1]}  median {q[2]}  q3 {q[3]}  max {q[4]}')
+
+
 def report(args):
     meta = json.load(open(args.sites))
+    if args.stages:
+        raw = open(args.trace, 'rb').read()
+        stages(meta, struct.unpack(f'<{len(raw) // 4}I', raw))
+        return
     sites = meta['sites']
     raw = open(args.trace, 'rb').read()
     words = struct.unpack(f'<{len(raw) // 4}I', raw)
@@ -219,6 +302,8 @@ def report(args):
                 site, clk = words[base + 2 * e], words[base + 2 * e + 1]
                 if site == 0 and clk == 0 and e > 0:
                     break
+                if site < len(sites) and sites[site]['kind'] in ('entry_ns', 'ret_ns'):
+                    continue
                 ev.append((site, clk))
             if len(ev) > 1:
                 warps[w] = ev
@@ -284,6 +369,8 @@ def main():
     a.add_argument('sites')
     a.add_argument('--block', type=int)
     a.add_argument('--limit', type=int, default=200)
+    a.add_argument('--stages', action='store_true',
+                   help='each block\'s pipeline fill, waits and stage period (warp 0)')
     a.add_argument('--site', type=int,
                    help='with --block: when warp 4 reaches this site after warp 0, visit by '
                         'visit, and warp 0\'s cycles between visits (quartiles)')

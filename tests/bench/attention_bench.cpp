@@ -14,6 +14,9 @@
 // FLOPs: 4 B H S^2 D, half of it when causal (the convention of FlashAttention's benchmarks).
 #include "bench_util.h"
 #include "gpu_common.h"
+#ifdef BENCH_TRACE
+#include "bench_trace.h"
+#endif
 
 #include BENCH_HEADER
 
@@ -87,28 +90,6 @@ int fail(const Options &o, const std::string &reason) {
   std::fflush(stdout);
   return 1;
 }
-
-#ifdef BENCH_TRACE
-// A build with a cubin patched by scripts/trace_timeline.py: one more launch after the timed
-// ones, into a zeroed trace buffer, written to $TRACE_OUT (default trace.bin).
-void dumpTrace(const std::function<CUresult()> &launch) {
-  CUmodule module = BENCH_NS::tilec_detail::state().slots[0].module;
-  CUdeviceptr trace = 0;
-  size_t bytes = 0;
-  CK(cuModuleGetGlobal(&trace, &bytes, module, "tilec_trace"));
-  CK(cuMemsetD8(trace, 0, bytes));
-  CK(launch());
-  CK(cuCtxSynchronize());
-  std::vector<unsigned char> host(bytes);
-  CK(cuMemcpyDtoH(host.data(), trace, bytes));
-  const char *path = std::getenv("TRACE_OUT");
-  FILE *f = std::fopen(path ? path : "trace.bin", "wb");
-  if (!f || std::fwrite(host.data(), 1, bytes, f) != bytes || std::fclose(f) != 0) {
-    std::fprintf(stderr, "cannot write the trace\n");
-    std::exit(1);
-  }
-}
-#endif
 
 } // namespace
 
@@ -202,7 +183,7 @@ int main(int argc, char **argv) {
               "reps=%d status=ok\n",
               ms, flop / ms / 1e9, relErr, maxErr, rows.size(), o.warmup, o.reps);
 #ifdef BENCH_TRACE
-  dumpTrace(launch);
+  benchtrace::dumpTrace(BENCH_NS::tilec_detail::state().slots[0].module, launch);
 #endif
   return 0;
 }

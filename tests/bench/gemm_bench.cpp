@@ -7,6 +7,7 @@
 // (one kernel per process: two headers of one stem must not share a process) with
 //   -DBENCH_CASE=NAME -DBENCH_HEADER='"stem.h"' -DBENCH_LAUNCH=tile::bench::NAME::fn
 //   -DBENCH_KIND_<KIND>
+// (and -DBENCH_TRACE -DBENCH_NS=tile::bench::NAME for scripts/trace-timeline.sh build-gemm).
 // Inputs: seeded uniform values in [-1, 1) in the kernel's dtype; the output is poisoned with NaN
 // before the checked launch and must be written in full (and nothing past it); sampled entries
 // (every entry of small problems) are compared with a CPU reference in double. Timing: median of
@@ -14,6 +15,9 @@
 // launches, exactly as scripts/bench_gemm.py times the peers.
 #include "bench_util.h"
 #include "gpu_common.h"
+#ifdef BENCH_TRACE
+#include "bench_trace.h"
+#endif
 
 #include BENCH_HEADER
 
@@ -404,5 +408,10 @@ int main(int argc, char **argv) {
   std::printf(" ms=%.4f tflops=%.1f rel_err=%.2e max_err=%.2e checked=%zu warmup=%d reps=%d "
               "status=ok\n",
               ms, flop / ms / 1e9, relErr, maxErr, entries.size(), opt.warmup, opt.reps);
+#ifdef BENCH_TRACE
+  // The copy of the weights used longest ago, as a timed launch would read it.
+  benchtrace::dumpTrace(BENCH_NS::tilec_detail::state().slots[0].module,
+                        [&] { return launch(rotation[turn % rotation.size()], s); });
+#endif
   return 0;
 }
