@@ -28,6 +28,7 @@ KINDS = {
     "w4a16": ("fp16", "nt"),
     "w4a16_splitk": ("fp16", "nt"),
     "w4a16_words": ("fp16", "nt"),
+    "w4a16_tiled": ("fp16", "nt"),
 }
 
 

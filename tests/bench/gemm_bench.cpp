@@ -126,13 +126,19 @@ constexpr const char *kKind = "w4a16_splitk";
 #elif defined(BENCH_KIND_w4a16_words)
 using Kind = KindInfo<F16, F16, 'n', 't', Epilogue::None>;
 constexpr const char *kKind = "w4a16_words";
+// w4a16_tiled: those words cut into tiles of 64 rows x 64 words, each tile's words together
+// (tests/gpu/kernels/w4a16_words_tiled.tile).
+#elif defined(BENCH_KIND_w4a16_tiled)
+using Kind = KindInfo<F16, F16, 'n', 't', Epilogue::None>;
+constexpr const char *kKind = "w4a16_tiled";
 #elif defined(BENCH_KIND_fp8_nt) // C = A B^T, float8 e4m3 in, bfloat16 out
 using Kind = KindInfo<F8E4M3, BF16, 'n', 't', Epilogue::None>;
 constexpr const char *kKind = "fp8_nt";
 #else
 #error "define one BENCH_KIND_<kind> (see tests/bench/gemm-cases.txt)"
 #endif
-#if defined(BENCH_KIND_w4a16) || defined(BENCH_KIND_w4a16_splitk) || defined(BENCH_KIND_w4a16_words)
+#if defined(BENCH_KIND_w4a16) || defined(BENCH_KIND_w4a16_splitk) ||                           \
+    defined(BENCH_KIND_w4a16_words) || defined(BENCH_KIND_w4a16_tiled)
 constexpr bool kW4A16 = true;
 #else
 constexpr bool kW4A16 = false;
@@ -152,7 +158,8 @@ CUresult launch(const Operands &o, const Shape &s) {
   return BENCH_LAUNCH(nullptr, o.a, o.b, o.bias, o.c, s.M, s.K, s.N);
 #elif defined(BENCH_KIND_tn_scale)
   return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, o.alpha, s.K, s.M, s.N);
-#elif defined(BENCH_KIND_w4a16) || defined(BENCH_KIND_w4a16_words)
+#elif defined(BENCH_KIND_w4a16) || defined(BENCH_KIND_w4a16_words) ||                           \
+    defined(BENCH_KIND_w4a16_tiled)
   return BENCH_LAUNCH(nullptr, o.a, o.b, o.scales, o.c, s.M, s.K, s.N);
 #elif defined(BENCH_KIND_w4a16_splitk)
   // The kernel adds its partial products into C: zeroing C is part of every timed launch.
@@ -193,10 +200,13 @@ float w4Weight(const Host &h, const Shape &s, int64_t n, int64_t k) {
 }
 
 /// The weights as the kernel reads them: the bytes themselves, or for w4a16_words the same int4
-/// values repacked into 32-bit words (gputest::repackInt4IntoWords).
+/// values repacked into 32-bit words (gputest::repackInt4IntoWords), for w4a16_tiled those words
+/// cut into tiles (gputest::repackWordsIntoTiles).
 std::vector<uint8_t> w4DeviceWeights(const Host &h, const Shape &s) {
 #if defined(BENCH_KIND_w4a16_words)
   return repackInt4IntoWords(h.packed, s.N, s.K);
+#elif defined(BENCH_KIND_w4a16_tiled)
+  return repackWordsIntoTiles(repackInt4IntoWords(h.packed, s.N, s.K), s.N, s.K);
 #else
   (void)s;
   return h.packed;

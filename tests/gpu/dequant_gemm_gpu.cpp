@@ -15,7 +15,9 @@
 // (the weights as 1032 + q, and -1032 times each group's activation sums in accumulators of their
 // own), as compiled and deferred: its one-hot products are 1032 + q and -1032, exact. And
 // tests/gpu/kernels/w4a16_words_ksplit.tile (K split between two warpgroups, the halves summed in
-// float32 at the end: a one-hot row has one nonzero product, exact too).
+// float32 at the end: a one-hot row has one nonzero product, exact too), and
+// tests/gpu/kernels/w4a16_words_tiled.tile (the words kernel reading each block's tile of words
+// stored together, padded to whole tiles: ragged N and K pad the last tiles).
 #include "dequant_gemm_w4a16_large.h"
 #include "gpu_common.h"
 #include "offset_defer/w4a16_words_offset.h"
@@ -28,6 +30,7 @@
 #include "w4a16_words_ksplit.h"
 #include "w4a16_words_offset.h"
 #include "w4a16_words_postscale.h"
+#include "w4a16_words_tiled.h"
 #include "words_chains/w4a16_words.h"
 
 #include <cmath>
@@ -69,6 +72,13 @@ float weight(const Problem &p, int64_t n, int64_t k) {
 Problem repackedIntoWords(const Problem &p) {
   Problem w = p;
   w.packed = repackInt4IntoWords(p.packed, p.N, p.K);
+  return w;
+}
+
+/// `p` with its words cut into the tiles w4a16_words_tiled reads (repackWordsIntoTiles).
+Problem repackedIntoTiles(const Problem &p) {
+  Problem w = p;
+  w.packed = repackWordsIntoTiles(repackInt4IntoWords(p.packed, p.N, p.K), p.N, p.K);
   return w;
 }
 
@@ -154,6 +164,7 @@ int main() {
   CK(tile::w4a16_words_offset::load());
   CK(tile::offset_defer::load());
   CK(tile::w4a16_words_ksplit::load());
+  CK(tile::w4a16_words_tiled::load());
   std::mt19937 rng = freshRng();
   int failures = 0;
   struct Shape {
@@ -174,6 +185,7 @@ int main() {
     failures += check("offset", &tile::w4a16_words_offset::w4a16, p, repackedIntoWords(p));
     failures += check("offset defer", &tile::offset_defer::w4a16, p, repackedIntoWords(p));
     failures += check("ksplit", &tile::w4a16_words_ksplit::w4a16, p, repackedIntoWords(p));
+    failures += check("tiled", &tile::w4a16_words_tiled::w4a16, p, repackedIntoTiles(p));
   }
   Problem hot = oneHotProblem(rng, 256, 200);
   failures += checkExact("breg", &tile::w4a16_breg::w4a16, hot, hot);
@@ -187,5 +199,6 @@ int main() {
   failures += checkExact("offset", &tile::w4a16_words_offset::w4a16, hot, repackedIntoWords(hot));
   failures += checkExact("offset defer", &tile::offset_defer::w4a16, hot, repackedIntoWords(hot));
   failures += checkExact("ksplit", &tile::w4a16_words_ksplit::w4a16, hot, repackedIntoWords(hot));
+  failures += checkExact("tiled", &tile::w4a16_words_tiled::w4a16, hot, repackedIntoTiles(hot));
   return verdict("dequant_gemm", failures);
 }

@@ -369,6 +369,25 @@ inline std::vector<uint8_t> repackInt4IntoWords(const std::vector<uint8_t> &pack
   return out;
 }
 
+/// The words of repackInt4IntoWords (N x K/8) cut into tiles of `rows` rows and `words` words,
+/// each tile's words together, tile (n / rows) * ceil(K/8 / words) + (k/8) / words, zero-padded
+/// to whole tiles, as tests/gpu/kernels/w4a16_words_tiled.tile reads them (its block_N and
+/// block_K / 8); returned as the tiles' bytes.
+inline std::vector<uint8_t> repackWordsIntoTiles(const std::vector<uint8_t> &words, int64_t N,
+                                                 int64_t K, int64_t rows = 64,
+                                                 int64_t tileWords = 64) {
+  const int64_t W = K / 8, rowTiles = (N + rows - 1) / rows,
+                colTiles = (W + tileWords - 1) / tileWords;
+  std::vector<uint8_t> out(static_cast<size_t>(rowTiles * colTiles * rows * tileWords * 4), 0);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t w = 0; w < W; ++w) {
+      int64_t tile = n / rows * colTiles + w / tileWords;
+      int64_t at = (tile * rows + n % rows) * tileWords + w % tileWords;
+      std::memcpy(&out[at * 4], &words[(n * W + w) * 4], 4);
+    }
+  return out;
+}
+
 /// The widths the two-pass RMSNorm+SiLU tests run (issue 9's 160, 320 and 640, and 40 and 1000,
 /// whose last chunk is partly outside), each with fresh float16 weights on the device:
 /// `check(C, W, reference)` checks one width and returns its failures.
