@@ -25,14 +25,21 @@ conformance=${CONFORMANCE:-$root/../shared/conformance}
 # shellcheck source=scripts/attention-case.sh
 . "$root/scripts/attention-case.sh"
 
+# case_line FILE NAME: the line of case NAME in the cases file FILE, or exit with why.
+case_line() {
+  local line
+  line=$(awk -v n="$2" '($1 == "case" || $1 == "try") && $2 == n' "$1")
+  [ -n "$line" ] || { echo "no case $2 in $1" >&2; exit 1; }
+  echo "$line"
+}
+
 case "${1:-}" in
 build)
   shift
   tilec=${TILEC:-$root/build/bin/tilec}
   rm -rf "$trace" && mkdir -p "$trace/bin"
   for name in "$@"; do
-    line=$(awk -v n="$name" '$1 == "case" && $2 == n' "$cases")
-    [ -n "$line" ] || { echo "no case $name in $cases"; exit 1; }
+    line=$(case_line "$cases" "$name")
     read -r _ _ dtype _ src defines <<<"$line"
     # shellcheck disable=SC2086 # defines are whitespace-separated NAME=VALUE words
     case_flags $defines
@@ -69,13 +76,10 @@ build-gemm)
   tilec=${TILEC:-$root/build/bin/tilec}
   rm -rf "$trace/gemm" && mkdir -p "$trace/gemm"
   for name in "$@"; do
-    line=$(awk -v n="$name" '($1 == "case" || $1 == "try") && $2 == n' "$gemm_cases")
-    [ -n "$line" ] || { echo "no case $name in $gemm_cases"; exit 1; }
+    line=$(case_line "$gemm_cases" "$name")
     read -r _ _ kind _ src defines <<<"$line"
-    flags=()
-    for d in $defines; do
-      case $d in --*) flags+=("$d") ;; *) flags+=(-D "$d") ;; esac
-    done
+    # shellcheck disable=SC2086 # defines are whitespace-separated NAME=VALUE words
+    case_flags $defines
     src=$(case_source "$src")
     gen=$trace/gemm/gen/$name stem=$(basename "$src" .tile)
     mkdir -p "$gen"

@@ -290,21 +290,13 @@ def report(args):
     sites = meta['sites']
     raw = open(args.trace, 'rb').read()
     words = struct.unpack(f'<{len(raw) // 4}I', raw)
-    per_warp = meta['max_events'] * 2
     wanted = [args.block] if args.block is not None else range(meta['blocks'])
     rows = []
     for b in wanted:
         warps = {}
         for w in range(meta['warps']):
-            base = (b * meta['warps'] + w) * per_warp
-            ev = []
-            for e in range(meta['max_events']):
-                site, clk = words[base + 2 * e], words[base + 2 * e + 1]
-                if site == 0 and clk == 0 and e > 0:
-                    break
-                if site < len(sites) and sites[site]['kind'] in ('entry_ns', 'ret_ns'):
-                    continue
-                ev.append((site, clk))
+            ev = [e for e in warp_events(words, meta, b, w)
+                  if e[0] >= len(sites) or not sites[e[0]]['kind'].endswith('_ns')]
             if len(ev) > 1:
                 warps[w] = ev
         if 0 not in warps or 4 not in warps:
