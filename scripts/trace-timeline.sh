@@ -33,6 +33,21 @@ case_line() {
   echo "$line"
 }
 
+# traced_header SRC GEN NAME SITES [PATCH_OPTION...]: SRC compiled by tilec (with $flags) into GEN
+# in namespace tile::bench::NAME, its PTX stamped (sites listed in SITES), assembled, and the
+# stamped image put into the header in place of tilec's.
+traced_header() {
+  local src=$1 gen=$2 name=$3 sites=$4 stem
+  shift 4
+  stem=$(basename "$src" .tile)
+  mkdir -p "$gen"
+  "$tilec" compile "$src" -o "$gen" --emit cubin,header,ptx --namespace "tile::bench::$name" \
+    ${flags[@]+"${flags[@]}"}
+  python3 "$root/scripts/trace_timeline.py" patch "$gen/$stem.ptx" "$gen/traced.ptx" "$sites" "$@"
+  "$cuda/bin/ptxas" -arch=sm_90a "$gen/traced.ptx" -o "$gen/traced.cubin"
+  python3 "$root/scripts/trace_timeline.py" embed "$gen/$stem.h" "$gen/traced.cubin"
+}
+
 case "${1:-}" in
 build)
   shift
@@ -45,13 +60,7 @@ build)
     case_flags $defines
     src=$(case_source "$src")
     gen=$trace/gen/$name stem=$(basename "$src" .tile)
-    mkdir -p "$gen"
-    "$tilec" compile "$src" -o "$gen" --emit cubin,header,ptx --namespace "tile::bench::$name" \
-      ${flags[@]+"${flags[@]}"}
-    python3 "$root/scripts/trace_timeline.py" patch "$gen/$stem.ptx" "$gen/traced.ptx" \
-      "$trace/bin/$name.sites.json"
-    "$cuda/bin/ptxas" -arch=sm_90a "$gen/traced.ptx" -o "$gen/traced.cubin"
-    python3 "$root/scripts/trace_timeline.py" embed "$gen/$stem.h" "$gen/traced.cubin"
+    traced_header "$src" "$gen" "$name" "$trace/bin/$name.sites.json"
     case_program "$gen" "$stem" "$name" "$dtype" "$trace/bin/$name" -DBENCH_TRACE
   done
   echo "built: $*"
@@ -82,15 +91,10 @@ build-gemm)
     case_flags $defines
     src=$(case_source "$src")
     gen=$trace/gemm/gen/$name stem=$(basename "$src" .tile)
-    mkdir -p "$gen"
-    "$tilec" compile "$src" -o "$gen" --emit cubin,header,ptx --namespace "tile::bench::$name" \
-      ${flags[@]+"${flags[@]}"}
+    traced_header "$src" "$gen" "$name" "$trace/gemm/$name.sites.json" \
+      --blocks "${TRACE_BLOCKS:-132}"
     fn=$(grep -oE '^inline ::CUresult [A-Za-z_][A-Za-z0-9_]*\(::CUstream' "$gen/$stem.h" |
       sed -E 's/^inline ::CUresult ([A-Za-z0-9_]+).*/\1/')
-    python3 "$root/scripts/trace_timeline.py" patch "$gen/$stem.ptx" "$gen/traced.ptx" \
-      "$trace/gemm/$name.sites.json" --blocks "${TRACE_BLOCKS:-132}"
-    "$cuda/bin/ptxas" -arch=sm_90a "$gen/traced.ptx" -o "$gen/traced.cubin"
-    python3 "$root/scripts/trace_timeline.py" embed "$gen/$stem.h" "$gen/traced.cubin"
     g++ -std=c++17 -O2 -Wall -Wextra -I"$gen" -I"$root/tests/gpu" -I"$cuda/include" \
       -DBENCH_CASE="$name" -DBENCH_HEADER="\"$stem.h\"" -DBENCH_LAUNCH="tile::bench::$name::$fn" \
       -DBENCH_NS="tile::bench::$name" -DBENCH_KIND_"$kind" -DBENCH_TRACE \
