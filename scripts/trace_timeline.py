@@ -55,12 +55,15 @@ def asm_kind(block):
 
 STAMP = """\t{{ .reg .pred tr_q; .reg .b32 tr_c; .reg .b64 tr_a;
 \tsetp.lt.and.u32 tr_q, %tr_n, {limit}, %tr_on;
-\tmov.u32 tr_c, %clock;
+\tmov.u32 tr_c, {clock};
 \tcvt.u64.u32 tr_a, %tr_n;
 \tadd.u64 tr_a, tr_a, %tr_base;
 \t@tr_q st.global.v2.u32 [tr_a], {{{site}, tr_c}};
 \t@tr_q add.u32 %tr_n, %tr_n, 8; }}
 """
+
+# The stamps of kinds ending in _ns read this instead of the SM's %clock.
+GLOBAL_NS = '%globaltimer_lo'
 
 PROLOGUE = """\t.reg .pred %tr_on, %tr_lt;
 \t.reg .b32 %tr_n, %tr_r<8>;
@@ -89,9 +92,9 @@ def patch(args):
     out, sites = [], []
     warp_bytes = MAX_EVENTS * 8
 
-    def stamp(kind, line):
+    def stamp(kind, line, clock='%clock'):
         sites.append({'kind': kind, 'line': line})
-        out.append(STAMP.format(limit=warp_bytes, site=len(sites) - 1).rstrip('\n'))
+        out.append(STAMP.format(limit=warp_bytes, site=len(sites) - 1, clock=clock).rstrip('\n'))
 
     entry_seen = body_open = False
     i = 0
@@ -109,9 +112,7 @@ def patch(args):
                 stamp('entry', i + 1)
                 # The entry again in the GPU's nanoseconds, which every SM shares: when each
                 # block started, against the others.
-                sites.append({'kind': 'entry_ns', 'line': i + 1})
-                out.append(STAMP.format(limit=warp_bytes, site=len(sites) - 1).replace(
-                    'mov.u32 tr_c, %clock;', 'mov.u32 tr_c, %globaltimer_lo;').rstrip('\n'))
+                stamp('entry_ns', i + 1, GLOBAL_NS)
             i += 1
             continue
         if s == '// begin inline asm':
@@ -138,9 +139,7 @@ def patch(args):
             continue
         if s == 'ret;':
             stamp('ret', i + 1)
-            sites.append({'kind': 'ret_ns', 'line': i + 1})
-            out.append(STAMP.format(limit=warp_bytes, site=len(sites) - 1).replace(
-                'mov.u32 tr_c, %clock;', 'mov.u32 tr_c, %globaltimer_lo;').rstrip('\n'))
+            stamp('ret_ns', i + 1, GLOBAL_NS)
         out.append(line)
         i += 1
     if not body_open:
@@ -189,7 +188,6 @@ def rel(clock, t0):
 def phases(ev, sites, t0):
     """A warp's stamps as (start, end, category): between a site's begin and end stamps the
     category of the site (the time a wgmma block takes is mostly its wait), else 'run'."""
-    ev = [e for e in ev if e[0] >= len(sites) or not sites[e[0]]['kind'].endswith('_ns')]
     out = []
     for (s0, c0), (s1, c1) in zip(ev, ev[1:]):
         k0 = sites[s0]['kind'] if s0 < len(sites) else '?'
@@ -217,16 +215,22 @@ def overlap(a, b):
 
 
 def warp_events(words, meta, block, warp):
-    """One warp's (site, clock) stamps in the trace, in order."""
+    """One warp's (site, %clock) stamps in the trace, in order, and its nanosecond stamps by
+    kind (entry_ns, ret_ns)."""
+    sites = meta['sites']
     per_warp = meta['max_events'] * 2
     base = (block * meta['warps'] + warp) * per_warp
-    ev = []
+    ev, ns = [], {}
     for e in range(meta['max_events']):
         site, clk = words[base + 2 * e], words[base + 2 * e + 1]
         if site == 0 and clk == 0 and e > 0:
             break
-        ev.append((site, clk))
-    return ev
+        kind = sites[site]['kind'] if site < len(sites) else '?'
+        if kind.endswith('_ns'):
+            ns[kind] = clk
+        else:
+            ev.append((site, clk))
+    return ev, ns
 
 
 def stages(meta, words):
@@ -236,11 +240,9 @@ def stages(meta, words):
             'end_ns')
     rows = []
     for b in range(meta['blocks']):
-        ev = warp_events(words, meta, b, 0)
+        ev, ns = warp_events(words, meta, b, 0)
         if len(ev) < 2:
             continue
-        ns = {sites[s]['kind']: c for s, c in ev if s < len(sites) and sites[s]['kind'].endswith('_ns')}
-        ev = [e for e in ev if e[0] >= len(sites) or not sites[e[0]]['kind'].endswith('_ns')]
         t0 = ev[0][1]
         kinds = [(sites[s]['kind'] if s < len(sites) else '?', rel(c, t0)) for s, c in ev]
         data = [t for k, t in kinds if k == 'mbar_wait:end']
@@ -283,20 +285,18 @@ def stages(meta, words):
 
 def report(args):
     meta = json.load(open(args.sites))
-    if args.stages:
-        raw = open(args.trace, 'rb').read()
-        stages(meta, struct.unpack(f'<{len(raw) // 4}I', raw))
-        return
-    sites = meta['sites']
     raw = open(args.trace, 'rb').read()
     words = struct.unpack(f'<{len(raw) // 4}I', raw)
+    if args.stages:
+        stages(meta, words)
+        return
+    sites = meta['sites']
     wanted = [args.block] if args.block is not None else range(meta['blocks'])
     rows = []
     for b in wanted:
         warps = {}
         for w in range(meta['warps']):
-            ev = [e for e in warp_events(words, meta, b, w)
-                  if e[0] >= len(sites) or not sites[e[0]]['kind'].endswith('_ns')]
+            ev, _ = warp_events(words, meta, b, w)
             if len(ev) > 1:
                 warps[w] = ev
         if 0 not in warps or 4 not in warps:

@@ -369,8 +369,9 @@ inline std::vector<uint8_t> repackInt4IntoWords(const std::vector<uint8_t> &pack
   return out;
 }
 
-/// The words of repackInt4IntoWords (N x K/8) cut into tiles of `rows` rows and `words` words,
-/// each tile's words together, tile (n / rows) * ceil(K/8 / words) + (k/8) / words, zero-padded
+/// The words of repackInt4IntoWords (N x K/8) cut into tiles of `rows` rows and `tileWords`
+/// words, each tile's words together, tile (n / rows) * ceil(K/8 / tileWords) + (k/8) /
+/// tileWords, zero-padded
 /// to whole tiles, as tests/gpu/kernels/w4a16_words_tiled.tile reads them (its block_N and
 /// block_K / 8); returned as the tiles' bytes.
 inline std::vector<uint8_t> repackWordsIntoTiles(const std::vector<uint8_t> &words, int64_t N,
