@@ -117,6 +117,10 @@ build)
   mkdir -p "$gpu/gen/postscale_defer"
   "$tilec" compile "$root/tests/gpu/kernels/w4a16_words_postscale.tile" -o "$gpu/gen/postscale_defer" \
     --defer-wgmma-waits --namespace tile::postscale_defer --emit cubin,ptx,header,layout
+  # The words kernel cut into its stages' four groups, each group's gemm chained in flight.
+  mkdir -p "$gpu/gen/split_defer"
+  "$tilec" compile "$root/tests/gpu/kernels/w4a16_words_split.tile" -o "$gpu/gen/split_defer" \
+    --defer-wgmma-waits --namespace tile::split_defer --emit cubin,ptx,header,layout
   # The weights as 1032 + q, the 1032 taken back by a gemm of a constant tile, waits deferred.
   mkdir -p "$gpu/gen/offset_defer"
   "$tilec" compile "$root/tests/gpu/kernels/w4a16_words_offset.tile" -o "$gpu/gen/offset_defer" \

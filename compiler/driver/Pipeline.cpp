@@ -295,7 +295,7 @@ const std::vector<Pass> &compilePipeline() {
        "a narrow wgmma's k-steps dealt to independent accumulator chains (--split-wgmma-chains)",
        runSplitWgmmaChains, dumpThreadIR},
       {"defer-wgmma-waits",
-       "independent gemms leave their wgmma groups in flight until the last (--defer-wgmma-waits)",
+       "a run of gemms leaves its wgmma groups in flight until the last (--defer-wgmma-waits)",
        runDeferWgmmaWaits, dumpThreadIR},
       {"build-llvm", "thread IR -> LLVM IR (NVPTX or AMDGPU)", runBuildLLVM, dumpLLVM},
       {"optimize-llvm", "LLVM's O3 pipeline", runOptimizeLLVM, dumpLLVM},

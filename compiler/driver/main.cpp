@@ -141,9 +141,9 @@ int main(int argc, char **argv) {
                   "decode shapes) to four accumulator chains summed after it, so that each "
                   "instruction does not wait for the one before (not measured on the GPU yet)");
     cmd->add_flag("--defer-wgmma-waits", opts.deferWgmmaWaits,
-                  "let each of a run of independent gemms (W4A16 dequantized group by group "
-                  "into accumulators of their own) multiply while the threads compute the next "
-                  "one's operand, waiting once after the last (not measured on the GPU yet)");
+                  "let each of a run of gemms (W4A16 dequantized group by group, into "
+                  "accumulators of their own or one after another into one) multiply while the "
+                  "threads compute the next one's operand, waiting once after the last");
     cmd->add_flag("--no-tma-prologue", opts.noTmaPrologue,
                   "the consumers of a warp-specialized loop load the tiles copied before it "
                   "(attention's Q) themselves, rather than the producer by TMA");

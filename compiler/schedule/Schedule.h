@@ -35,10 +35,11 @@ void splitWgmmaChains(thir::Module &m, int chains);
 
 /// defer-wgmma-waits: in a run of wgmma that each wait for their own group (pending 0), where the
 /// statements between them are register assignments that read none of the earlier ones'
-/// results (W4A16 dequantized group by group into accumulators of their own), each but the last
-/// leaves its group in flight (wait_group 1) so that it multiplies while the threads compute the
-/// next one's operand; a WgmmaWait after the last ties the deferred accumulators. Off unless
-/// asked for: not measured on the GPU yet.
+/// results (W4A16 dequantized group by group into accumulators of their own), or where each
+/// accumulates into exactly the one before's result (a stage's groups into one accumulator),
+/// each but the last leaves its group in flight (wait_group 1) so that it multiplies while the
+/// threads compute the next one's operand; a WgmmaWait after the last ties the independent
+/// accumulators. Off unless asked for: not measured on the GPU yet.
 void deferWgmmaWaits(thir::Module &m);
 
 } // namespace tilec::schedule

@@ -17,11 +17,16 @@
 // tests/gpu/kernels/w4a16_words_ksplit.tile (K split between two warpgroups, the halves summed in
 // float32 at the end: a one-hot row has one nonzero product, exact too), and
 // tests/gpu/kernels/w4a16_words_tiled.tile (the words kernel reading each block's tile of words
-// stored together, padded to whole tiles: ragged N and K pad the last tiles).
+// stored together, padded to whole tiles: ragged N and K pad the last tiles). And
+// tests/gpu/kernels/w4a16_words_split.tile (each stage's gemm cut into its four groups, one
+// accumulator), as compiled and with its gemms chained in flight (--defer-wgmma-waits): the
+// words kernel's products in the words kernel's order, so its output must be the words kernel's
+// bit for bit.
 #include "dequant_gemm_w4a16_large.h"
 #include "gpu_common.h"
 #include "offset_defer/w4a16_words_offset.h"
 #include "postscale_defer/w4a16_words_postscale.h"
+#include "split_defer/w4a16_words_split.h"
 #include "w4_large/dequant_gemm_w4a16.h"
 #include "w4_sm80/dequant_gemm_w4a16.h"
 #include "w4_small/dequant_gemm_w4a16.h"
@@ -30,6 +35,7 @@
 #include "w4a16_words_ksplit.h"
 #include "w4a16_words_offset.h"
 #include "w4a16_words_postscale.h"
+#include "w4a16_words_split.h"
 #include "w4a16_words_tiled.h"
 #include "words_chains/w4a16_words.h"
 
@@ -140,6 +146,17 @@ int checkExact(const char *config, Launch launch, const Problem &p, const Proble
   return compareExact("C", dc, want);
 }
 
+/// `config`'s output on `device` bit for bit the same as `reference`'s (kernels that compute the
+/// same products in the same order).
+template <class Launch, class Reference>
+int checkSameAs(const char *config, Launch launch, Reference reference, const Problem &device) {
+  std::vector<uint16_t> want = download<uint16_t>(launched(reference, device), device.M * device.N);
+  DeviceBuffer dc = launched(launch, device);
+  std::printf("%-7s as words M=%lld N=%lld K=%lld: ", config, (long long)device.M,
+              (long long)device.N, (long long)device.K);
+  return compareExact("C", dc, want);
+}
+
 Problem oneHotProblem(std::mt19937 &rng, int64_t K, int64_t N) {
   Problem p = makeProblem(rng, K, N, K);
   for (int64_t m = 0; m < K; ++m)
@@ -165,6 +182,8 @@ int main() {
   CK(tile::offset_defer::load());
   CK(tile::w4a16_words_ksplit::load());
   CK(tile::w4a16_words_tiled::load());
+  CK(tile::w4a16_words_split::load());
+  CK(tile::split_defer::load());
   std::mt19937 rng = freshRng();
   int failures = 0;
   struct Shape {
@@ -186,6 +205,13 @@ int main() {
     failures += check("offset defer", &tile::offset_defer::w4a16, p, repackedIntoWords(p));
     failures += check("ksplit", &tile::w4a16_words_ksplit::w4a16, p, repackedIntoWords(p));
     failures += check("tiled", &tile::w4a16_words_tiled::w4a16, p, repackedIntoTiles(p));
+    const Problem words = repackedIntoWords(p);
+    failures += check("split", &tile::w4a16_words_split::w4a16, p, words);
+    failures += check("split defer", &tile::split_defer::w4a16, p, words);
+    failures +=
+        checkSameAs("split", &tile::w4a16_words_split::w4a16, &tile::w4a16_words::w4a16, words);
+    failures +=
+        checkSameAs("split defer", &tile::split_defer::w4a16, &tile::w4a16_words::w4a16, words);
   }
   Problem hot = oneHotProblem(rng, 256, 200);
   failures += checkExact("breg", &tile::w4a16_breg::w4a16, hot, hot);
@@ -200,5 +226,7 @@ int main() {
   failures += checkExact("offset defer", &tile::offset_defer::w4a16, hot, repackedIntoWords(hot));
   failures += checkExact("ksplit", &tile::w4a16_words_ksplit::w4a16, hot, repackedIntoWords(hot));
   failures += checkExact("tiled", &tile::w4a16_words_tiled::w4a16, hot, repackedIntoTiles(hot));
+  failures += checkExact("split", &tile::w4a16_words_split::w4a16, hot, repackedIntoWords(hot));
+  failures += checkExact("split defer", &tile::split_defer::w4a16, hot, repackedIntoWords(hot));
   return verdict("dequant_gemm", failures);
 }
