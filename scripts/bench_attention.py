@@ -91,7 +91,7 @@ class Peers:
                     return torch.nn.functional.scaled_dot_product_attention(q, k, v,
                                                                             is_causal=causal)
                 fn()
-                ms = median_ms(torch, fn, args.warmup, args.reps)
+                ms = median_ms(torch, fn, args.warmup, args.reps, args.batch)
         except Exception as e:  # noqa: BLE001 (one peer failing must not stop the run)
             return None, f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         finally:

@@ -48,8 +48,10 @@ def ratio(a, b):
     return f"{a / b:.2f}x" if a is not None and b else "-"
 
 
-def median_ms(torch, fn, warmup, reps):
-    """Median CUDA-event time of `fn` (ms) after `warmup` untimed calls, as the programs time."""
+def median_ms(torch, fn, warmup, reps, batch=1):
+    """Median CUDA-event time of `fn` (ms) after `warmup` untimed calls, as the programs time
+    (gputest::medianMs): each of `reps` timed runs is `batch` calls back to back between two
+    events, counted as their mean."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -57,10 +59,11 @@ def median_ms(torch, fn, warmup, reps):
     times = []
     for _ in range(reps):
         start.record()
-        fn()
+        for _ in range(batch):
+            fn()
         end.record()
         end.synchronize()
-        times.append(start.elapsed_time(end))
+        times.append(start.elapsed_time(end) / batch)
     times.sort()
     return times[len(times) // 2]
 
@@ -76,6 +79,9 @@ def add_run_options(ap, default_bench, shape_help):
                          "(BENCH_SHAPES)")
     ap.add_argument("--warmup", type=int, default=int(os.environ.get("BENCH_WARMUP", "10")))
     ap.add_argument("--reps", type=int, default=int(os.environ.get("BENCH_REPS", "50")))
+    ap.add_argument("--batch", type=int, default=int(os.environ.get("BENCH_BATCH", "1")),
+                    help="calls back to back in each timed run, counted as their mean "
+                         "(BENCH_BATCH; 1: each call timed alone, its launch latency included)")
     ap.add_argument("--seed", type=int, default=int(os.environ.get("BENCH_SEED", "1")))
     ap.add_argument("--timeout", type=int, default=300, help="seconds per case program")
 
@@ -116,6 +122,8 @@ def begin(title, args, read_cases):
     time)."""
     if args.reps < 20:
         sys.exit("--reps must be at least 20")
+    if not 1 <= args.batch <= 1000:
+        sys.exit("--batch must be in [1, 1000]")
     bench = os.path.abspath(args.bench)
     cases = read_cases(os.path.join(bench, "cases.txt"))
     if args.cases:
@@ -125,7 +133,8 @@ def begin(title, args, read_cases):
     emit(f"# {title}, {started}, commit {read_text(bench, 'COMMIT', 'unknown')}, "
          f"{read_text(bench, 'TILEC_VERSION', 'tilec ?')}")
     emit(f"# device: {clock() or 'nvidia-smi unavailable'}; warm-up {args.warmup}, "
-         f"median of {args.reps}, seed {args.seed}")
+         f"median of {args.reps}" + (f" runs of {args.batch} calls back to back" if args.batch > 1
+                                     else "") + f", seed {args.seed}")
     return bench, cases, override, started
 
 
@@ -134,7 +143,7 @@ def run_case(binary, shape, args):
     stderr. Returns (the last BENCH line's fields, status): status is "ok", or the reason the
     case failed (timed out, a wrong result, a non-zero exit)."""
     cmd = [binary, *map(str, shape), "--warmup", str(args.warmup), "--reps", str(args.reps),
-           "--seed", str(args.seed)]
+           "--batch", str(args.batch), "--seed", str(args.seed)]
     try:
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout)
     except subprocess.TimeoutExpired:

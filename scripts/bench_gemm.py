@@ -99,7 +99,7 @@ class Peers:
                 note = self.p.triton_config(a, b)
                 if not ok:
                     return None, f"wrong result (rel. err {err:.1e} against cuBLAS)"
-            ms = self.p.median_ms(fn, args.warmup, args.reps)
+            ms = self.p.median_ms(fn, args.warmup, args.reps, args.batch)
         except Exception as e:  # noqa: BLE001 (one peer failing must not stop the run)
             return None, f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
         tflops = 2.0 * M * N * K / ms / 1e9

@@ -27,8 +27,8 @@ DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp8e4m3": torch.float8
 OUT_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp8e4m3": torch.bfloat16}
 
 
-def median_ms(fn, warmup, reps):
-    return bench_common.median_ms(torch, fn, warmup, reps)
+def median_ms(fn, warmup, reps, batch=1):
+    return bench_common.median_ms(torch, fn, warmup, reps, batch)
 
 
 def operands(dtype, layout, M, N, K, seed=1):

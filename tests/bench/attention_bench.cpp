@@ -176,12 +176,12 @@ int main(int argc, char **argv) {
   if (!why.empty())
     return fail(o, why);
 
-  const double ms = medianMs([&] { CK(launch()); }, o.warmup, o.reps);
+  const double ms = medianMs([&] { CK(launch()); }, o.warmup, o.reps, o.batch);
   const double flop = 4.0 * B * H * S * S * D * (kCausal ? 0.5 : 1.0);
   printHead(o);
   std::printf(" ms=%.4f tflops=%.1f rel_err=%.2e max_err=%.2e checked_rows=%zu warmup=%d "
-              "reps=%d status=ok\n",
-              ms, flop / ms / 1e9, relErr, maxErr, rows.size(), o.warmup, o.reps);
+              "reps=%d batch=%d status=ok\n",
+              ms, flop / ms / 1e9, relErr, maxErr, rows.size(), o.warmup, o.reps, o.batch);
 #ifdef BENCH_TRACE
   benchtrace::dumpTrace(BENCH_NS::tilec_detail::state().slots[0].module, launch);
 #endif

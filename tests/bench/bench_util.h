@@ -1,5 +1,5 @@
 // What the benchmark's host programs (gemm_bench.cpp, attention_bench.cpp) share: seeded inputs
-// and the command line `DIMS... [--warmup W] [--reps R] [--seed S] [--samples N]`.
+// and the command line `DIMS... [--warmup W] [--reps R] [--batch B] [--seed S] [--samples N]`.
 #pragma once
 
 #include <cerrno>
@@ -48,6 +48,7 @@ inline long long number(const char *argv0, Usage usage, const char *what, const 
 
 struct Options {
   int warmup = 10, reps = 50;
+  int batch = 1;   // launches a timed run (gputest::medianMs)
   int samples = 0; // 0: not given, the program's default
   uint64_t seed = 1;
   std::vector<const char *> positional; // the dimensions, as given
@@ -69,6 +70,8 @@ inline Options parseOptions(int argc, char **argv, Usage usage, int minReps = 20
       o.warmup = static_cast<int>(number(argv[0], usage, "--warmup", value(), 0, 100000));
     else if (arg == "--reps")
       o.reps = static_cast<int>(number(argv[0], usage, "--reps", value(), minReps, 100000));
+    else if (arg == "--batch")
+      o.batch = static_cast<int>(number(argv[0], usage, "--batch", value(), 1, 1000));
     else if (arg == "--samples")
       o.samples = static_cast<int>(number(argv[0], usage, "--samples", value(), 1, 1 << 24));
     else if (arg == "--seed")

@@ -137,7 +137,7 @@ constexpr const char *kKind = "fp8_nt";
 #else
 #error "define one BENCH_KIND_<kind> (see tests/bench/gemm-cases.txt)"
 #endif
-#if defined(BENCH_KIND_w4a16) || defined(BENCH_KIND_w4a16_splitk) ||                           \
+#if defined(BENCH_KIND_w4a16) || defined(BENCH_KIND_w4a16_splitk) ||                               \
     defined(BENCH_KIND_w4a16_words) || defined(BENCH_KIND_w4a16_tiled)
 constexpr bool kW4A16 = true;
 #else
@@ -158,7 +158,7 @@ CUresult launch(const Operands &o, const Shape &s) {
   return BENCH_LAUNCH(nullptr, o.a, o.b, o.bias, o.c, s.M, s.K, s.N);
 #elif defined(BENCH_KIND_tn_scale)
   return BENCH_LAUNCH(nullptr, o.a, o.b, o.c, o.alpha, s.K, s.M, s.N);
-#elif defined(BENCH_KIND_w4a16) || defined(BENCH_KIND_w4a16_words) ||                           \
+#elif defined(BENCH_KIND_w4a16) || defined(BENCH_KIND_w4a16_words) ||                              \
     defined(BENCH_KIND_w4a16_tiled)
   return BENCH_LAUNCH(nullptr, o.a, o.b, o.scales, o.c, s.M, s.K, s.N);
 #elif defined(BENCH_KIND_w4a16_splitk)
@@ -411,13 +411,13 @@ int main(int argc, char **argv) {
     }
   }
   size_t turn = 0;
-  const double ms =
-      medianMs([&] { CK(launch(rotation[turn++ % rotation.size()], s)); }, opt.warmup, opt.reps);
+  const double ms = medianMs([&] { CK(launch(rotation[turn++ % rotation.size()], s)); }, opt.warmup,
+                             opt.reps, opt.batch);
   const double flop = 2.0 * s.M * s.N * s.K;
   printHead(s);
   std::printf(" ms=%.4f tflops=%.1f rel_err=%.2e max_err=%.2e checked=%zu warmup=%d reps=%d "
-              "status=ok\n",
-              ms, flop / ms / 1e9, relErr, maxErr, entries.size(), opt.warmup, opt.reps);
+              "batch=%d status=ok\n",
+              ms, flop / ms / 1e9, relErr, maxErr, entries.size(), opt.warmup, opt.reps, opt.batch);
 #ifdef BENCH_TRACE
   // The copy of the weights used longest ago, as a timed launch would read it.
   benchtrace::dumpTrace(BENCH_NS::tilec_detail::state().slots[0].module,

@@ -124,8 +124,13 @@ inline bool tailIntact(CUdeviceptr p, size_t bytes, size_t slack = kSlackBytes) 
   return std::all_of(tail.begin(), tail.end(), [](unsigned char b) { return b == 0xFF; });
 }
 
-/// Median milliseconds of `reps` timed runs of `fn` after `warmup` untimed ones.
-inline double medianMs(const std::function<void()> &fn, int warmup = 10, int reps = 50) {
+/// Median milliseconds of `reps` timed runs of `fn` after `warmup` untimed ones. Each timed run
+/// is `batch` calls back to back between the two events, waited for together, and counts their
+/// mean: with batch 1 a short kernel's time includes the host's launch latency (the device is
+/// idle when the first event is recorded), with more the launches queue behind each other as an
+/// engine's stream or graph launches them.
+inline double medianMs(const std::function<void()> &fn, int warmup = 10, int reps = 50,
+                       int batch = 1) {
   for (int i = 0; i < warmup; ++i)
     fn();
   CK(cuCtxSynchronize());
@@ -135,12 +140,13 @@ inline double medianMs(const std::function<void()> &fn, int warmup = 10, int rep
   std::vector<float> ms;
   for (int i = 0; i < reps; ++i) {
     CK(cuEventRecord(a, nullptr));
-    fn();
+    for (int j = 0; j < batch; ++j)
+      fn();
     CK(cuEventRecord(b, nullptr));
     CK(cuEventSynchronize(b));
     float t = 0;
     CK(cuEventElapsedTime(&t, a, b));
-    ms.push_back(t);
+    ms.push_back(t / static_cast<float>(batch));
   }
   CK(cuEventDestroy(a));
   CK(cuEventDestroy(b));
