@@ -48,17 +48,18 @@ constexpr bool kCausal = BENCH_NS::constants::causal;
 
 struct Options {
   int64_t B = 0, H = 0, S = 0;
-  int warmup = 10, reps = 50, samples = 64;
+  int warmup = 10, reps = 50, batch = 1, samples = 64;
   uint64_t seed = 1;
 };
 
 [[noreturn]] void usage(const char *argv0, const std::string &why) {
-  std::fprintf(stderr,
-               "%s: %s\nusage: %s B H S [--warmup W] [--reps R] [--seed S] [--samples N]\n"
-               "  one attention case (%s): checks N sampled query rows (default 64; every row\n"
-               "  when B*S*H <= 2048) against a float64 reference, then times the median of R\n"
-               "  launches after W untimed ones (default 10 and 50); inputs seeded by S\n",
-               argv0, why.c_str(), argv0, BENCH_STR(BENCH_CASE));
+  std::fprintf(
+      stderr,
+      "%s: %s\nusage: %s B H S [--warmup W] [--reps R] [--batch N] [--seed S] [--samples N]\n"
+      "  one attention case (%s): checks N sampled query rows (default 64; every row\n"
+      "  when B*S*H <= 2048) against a float64 reference, then times the median of R\n"
+      "  launches after W untimed ones (default 10 and 50); inputs seeded by S\n",
+      argv0, why.c_str(), argv0, BENCH_STR(BENCH_CASE));
   std::exit(64);
 }
 
@@ -72,6 +73,7 @@ Options parse(int argc, char **argv) {
   o.S = benchutil::number(argv[0], usage, "S", b.positional[2], 1, 1 << 20);
   o.warmup = b.warmup;
   o.reps = b.reps;
+  o.batch = b.batch;
   o.seed = b.seed;
   if (b.samples)
     o.samples = std::min(b.samples, 1 << 16);

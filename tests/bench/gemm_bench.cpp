@@ -243,7 +243,7 @@ struct Options {
   std::fprintf(
       stderr,
       "%s: %s\n"
-      "usage: %s M N K [--warmup W] [--reps R] [--seed S] [--samples N]\n"
+      "usage: %s M N K [--warmup W] [--reps R] [--batch N] [--seed S] [--samples N]\n"
       "       %s --describe\n"
       "  one GEMM case (%s, kind %s): checks W >= 0 untimed launches, times the median of\n"
       "  R >= 20 (default 10 and 50), compares N sampled outputs (default 2048; every\n"
