@@ -19,7 +19,11 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 archive=$root/.portable/issue-rows.tar.xz
 # run takes ATTENTION and W4A16 (regular expressions over the bench cases) and ATTENTION_SHAPES
-# and W4A16_SHAPES to time other rows than the issues' (an A/B of schedule variants).
+# and W4A16_SHAPES to time other rows than the issues' (an A/B of schedule variants);
+# ATTENTION_ROUNDS (default 5); W4A16_BATCHES (default 1: a list of BENCH_BATCH values, each a
+# run of the W4A16 rows, their logs one after another in bench-gemm.log) and W4A16_ROUNDS
+# (default 1: that many times over the list); SKIP_ATTENTION_GPU=1 skips attention_gpu; SASS (a
+# list of cubins under .gpu/gen) writes their wgmma, fences and waits to sass.txt.
 attention=${ATTENTION:-'^fa_(fp16_d128|fp16_d128_causal|bf16_d64_causal)$'}
 attention_shapes=${ATTENTION_SHAPES:-8x16x4096,8x16x2048,8x16x1024,2x4x1000}
 w4a16=${W4A16:-'^w4a16_(words_s4|words_s4_chains|postscale_s4_defer|offset_s4_defer|offset_s5_defer|areg)$'}
@@ -42,8 +46,10 @@ run)
     tee "$out/card.txt" || true
   t0=$(date +%s)
   step() { echo "$1 done after $(($(date +%s) - t0)) s" | tee -a "$out/card.txt"; }
-  TIMEOUT_EACH=200 OUT=$out "$root/scripts/gpu-test.sh" run attention_gpu >"$out/attention.log" 2>&1 || true
-  step attention_gpu
+  if [ -z "${SKIP_ATTENTION_GPU:-}" ]; then
+    TIMEOUT_EACH=200 OUT=$out "$root/scripts/gpu-test.sh" run attention_gpu >"$out/attention.log" 2>&1 || true
+    step attention_gpu
+  fi
   # The W4A16 kernels' correctness, --split-wgmma-chains's included (the bench's row below).
   # (appended to attention.log: the lender returns at most 8 files)
   TIMEOUT_EACH=60 "$root/scripts/gpu-test.sh" run dequant_gemm_gpu >>"$out/attention.log" 2>&1 || true
@@ -57,14 +63,24 @@ run)
     KERNEL=decode timeout 90 "$root/scripts/mla-split-launch-ab.sh" run 1 >"$out/ab-decode.log" 2>&1 || true
     step ab-decode
   fi
-  BENCH_CASES=$attention BENCH_SHAPES=$attention_shapes BENCH_ROUNDS=5 \
+  for cubin in ${SASS:-}; do
+    echo "== $cubin" && cuobjdump -sass "$root/.gpu/gen/$cubin" |
+      grep -E "HGMMA|WARPGROUP|SYNCS|BAR\.|EXIT" || true
+  done >"$out/sass.txt" 2>&1
+  BENCH_CASES=$attention BENCH_SHAPES=$attention_shapes BENCH_ROUNDS=${ATTENTION_ROUNDS:-5} \
     OUT=$out timeout 300 "$root/scripts/bench-attention.sh" run >"$out/bench-attention.log" 2>&1 || true
   step bench-attention
-  BENCH_CASES=$w4a16 BENCH_SHAPES=$w4a16_shapes BENCH_REPS=100 OUT=$out \
-    timeout 120 "$root/scripts/bench-gemm.sh" run >"$out/bench-gemm.log" 2>&1 || true
-  step bench-gemm
+  : >"$out/bench-gemm.log"
+  for round in $(seq "${W4A16_ROUNDS:-1}"); do
+    for batch in ${W4A16_BATCHES:-1}; do
+      echo "## round $round, BENCH_BATCH=$batch" >>"$out/bench-gemm.log"
+      BENCH_CASES=$w4a16 BENCH_SHAPES=$w4a16_shapes BENCH_REPS=100 BENCH_BATCH=$batch \
+        timeout 120 "$root/scripts/bench-gemm.sh" run >>"$out/bench-gemm.log" 2>&1 || true
+      step "bench-gemm round $round batch $batch"
+    done
+  done
   grep -E "^mla|FAIL|fail|passed" "$out/attention.log" | tail -30 || true
-  grep -hE "^\| (fa_|w4a16)" "$out/bench-attention.log" "$out/bench-gemm.log" || true
+  grep -hE "^\| (fa_|w4a16)|^## round" "$out/bench-attention.log" "$out/bench-gemm.log" || true
   ;;
 *)
   echo "usage: $0 build | run"

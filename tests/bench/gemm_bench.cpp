@@ -235,7 +235,7 @@ double reference(const Host &h, const Shape &s, int64_t i, int64_t j) {
 
 struct Options {
   Shape shape{0, 0, 0};
-  int warmup = 10, reps = 50, samples = 2048;
+  int warmup = 10, reps = 50, batch = 1, samples = 2048;
   uint64_t seed = 1;
 };
 
@@ -266,6 +266,7 @@ Options parse(int argc, char **argv) {
     usage(argv[0], "w4a16 needs K to be a multiple of 128");
   o.warmup = b.warmup;
   o.reps = b.reps;
+  o.batch = b.batch;
   if (b.samples)
     o.samples = b.samples;
   o.seed = b.seed;
