@@ -23,7 +23,7 @@ archive=$root/.portable/issue-rows.tar.xz
 # ATTENTION_ROUNDS (default 5); W4A16_BATCHES (default 1: a list of BENCH_BATCH values, each a
 # run of the W4A16 rows, their logs one after another in bench-gemm.log) and W4A16_ROUNDS
 # (default 1: that many times over the list); SKIP_ATTENTION_GPU=1 skips attention_gpu; SASS (a
-# list of cubins under .gpu/gen) writes their wgmma, fences and waits to sass.txt.
+# list of cubins under .gpu/gen) writes their disassembly to sass.txt.
 attention=${ATTENTION:-'^fa_(fp16_d128|fp16_d128_causal|bf16_d64_causal)$'}
 attention_shapes=${ATTENTION_SHAPES:-8x16x4096,8x16x2048,8x16x1024,2x4x1000}
 w4a16=${W4A16:-'^w4a16_(words_s4|words_s4_chains|postscale_s4_defer|offset_s4_defer|offset_s5_defer|areg)$'}
@@ -64,8 +64,7 @@ run)
     step ab-decode
   fi
   for cubin in ${SASS:-}; do
-    echo "== $cubin" && cuobjdump -sass "$root/.gpu/gen/$cubin" |
-      grep -E "HGMMA|WARPGROUP|SYNCS|BAR\.|EXIT" || true
+    echo "== $cubin" && cuobjdump -sass "$root/.gpu/gen/$cubin" || true
   done >"$out/sass.txt" 2>&1
   BENCH_CASES=$attention BENCH_SHAPES=$attention_shapes BENCH_ROUNDS=${ATTENTION_ROUNDS:-5} \
     OUT=$out timeout 300 "$root/scripts/bench-attention.sh" run >"$out/bench-attention.log" 2>&1 || true
