@@ -136,10 +136,11 @@ int main(int argc, char **argv) {
                   "split the scores of a warp-specialized loop over both consumer warpgroups as "
                   "its gemm policy says, rather than computing them and their softmax on "
                   "warpgroup 0 alone where the loop allows it (MLA decode, docs/results.md)");
-    cmd->add_flag("--split-wgmma-chains", opts.splitWgmmaChains,
-                  "deal the k-steps of a wgmma of narrow instructions (n <= 32, as W4A16's at "
-                  "decode shapes) to four accumulator chains summed after it, so that each "
-                  "instruction does not wait for the one before (not measured on the GPU yet)");
+    cmd->add_flag(
+        "--split-wgmma-chains", opts.splitWgmmaChains,
+        "deal the k-steps of a wgmma of narrow instructions (n <= 32, as W4A16's at "
+        "decode shapes) to four accumulator chains summed after it, so that each "
+        "instruction does not wait for the one before (level on an H100, docs/results.md)");
     cmd->add_flag("--defer-wgmma-waits", opts.deferWgmmaWaits,
                   "let each of a run of gemms (W4A16 dequantized group by group, into "
                   "accumulators of their own or one after another into one) multiply while the "

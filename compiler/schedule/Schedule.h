@@ -30,7 +30,8 @@ void foldAccumulatorClears(thir::Module &m);
 /// lanes, complete when produced, deals its instructions round-robin to `chains` accumulator
 /// chains in lanes of their own (the first keeps the accumulators, the others start at zero)
 /// and sums the lanes after its wait, so that consecutive instructions do not wait for each
-/// other's results. Off (chains < 2) unless asked for: not measured on the GPU yet.
+/// other's results. Off (chains < 2) unless asked for: level with the words kernel on an H100
+/// (docs/results.md, session 54).
 void splitWgmmaChains(thir::Module &m, int chains);
 
 /// defer-wgmma-waits: in a run of wgmma that each wait for their own group (pending 0), where the
@@ -39,7 +40,8 @@ void splitWgmmaChains(thir::Module &m, int chains);
 /// accumulates into exactly the one before's result (a stage's groups into one accumulator),
 /// each but the last leaves its group in flight (wait_group 1) so that it multiplies while the
 /// threads compute the next one's operand; a WgmmaWait after the last ties the independent
-/// accumulators. Off unless asked for: not measured on the GPU yet.
+/// accumulators. Off unless asked for: on an H100 the W4A16 decode kernels it applies to are no
+/// faster than the words kernel, which waits after one gemm a stage (docs/results.md, session 56).
 void deferWgmmaWaits(thir::Module &m);
 
 } // namespace tilec::schedule
