@@ -7,10 +7,12 @@ On the GPU machine (tests built by scripts/gpu-test.sh build), e.g. MLA split at
         --launch-skip 2 --launch-count 2 --set full -o $OUT/mla .gpu/bin/attention_gpu
     ncu -i $OUT/mla.ncu-rep --page source --print-source sass --csv > $OUT/source.csv
 
-then anywhere: scripts/ncu-stalls.py source.csv [TOP] [--cuts I,J,...]. Prints each kernel's
-sampled stall reasons and its TOP instructions by samples (default 25), with their two main
-reasons and their index in the listing; with --cuts, the first kernel's samples summed over the
-listing cut at those indices ([0, I), [I, J), ..., to the end), e.g. before, in and after a loop.
+then anywhere: scripts/ncu-stalls.py source.csv [TOP] [--cuts I,J,...] [--by-opcode]. Prints each
+kernel's sampled stall reasons and its TOP instructions by samples (default 25), with their two
+main reasons and their index in the listing; with --cuts, the first kernel's samples summed over
+the listing cut at those indices ([0, I), [I, J), ..., to the end), e.g. before, in and after a
+loop; with --by-opcode, each kernel's samples summed by opcode (the SASS mnemonic without its
+predicate and modifiers: HGMMA, LOP3, ...), with each opcode's two main reasons.
 """
 import csv
 import sys
@@ -28,8 +30,19 @@ def kernels(rows):
             current["rows"].append(row)
 
 
+def opcode(src):
+    """The mnemonic of a SASS line: `@!P0 BRA ...` -> BRA, `HGMMA.64x16x16.F32 ...` -> HGMMA."""
+    words = src.split()
+    if words and words[0].startswith("@"):
+        words = words[1:]
+    return words[0].split(".")[0] if words else "?"
+
+
 def main():
     args = sys.argv[1:]
+    by_opcode = "--by-opcode" in args
+    if by_opcode:
+        args.remove("--by-opcode")
     cuts = []
     if "--cuts" in args:
         at = args.index("--cuts")
@@ -59,6 +72,20 @@ def main():
             main_reasons = sorted(counts.items(), key=lambda x: -x[1])[:2]
             why = ", ".join(f"{r} {v}" for r, v in main_reasons if v)
             print(f"  {s:6d} {i:5d}  {src[:70]:70s} {why}")
+        if by_opcode:
+            print("  samples by opcode (samples, share, main reasons):")
+            ops = {}
+            for s, _, src, counts in lines:
+                o = ops.setdefault(opcode(src), [0, {r: 0 for r in reasons}])
+                o[0] += s
+                for r, v in counts.items():
+                    o[1][r] += v
+            for name, (s, counts) in sorted(ops.items(), key=lambda x: -x[1][0]):
+                if not s:
+                    continue
+                main_reasons = sorted(counts.items(), key=lambda x: -x[1])[:2]
+                why = ", ".join(f"{r} {v}" for r, v in main_reasons if v)
+                print(f"  {name:12s} {s:6d} {100 * s / max(total, 1):5.1f}%  {why}")
         if cuts and n == 0:
             print("  samples by listing range:")
             bounds = [0] + cuts + [len(lines)]
