@@ -14,8 +14,9 @@
 #
 # run takes BENCH_CASES (a regular expression over case names), BENCH_SHAPES (a comma list of
 # BxHxS overriding every case's shapes), BENCH_WARMUP and BENCH_REPS (default 10 and 50),
-# BENCH_BATCH (launches back to back in each timed run, as scripts/bench-gemm.sh), BENCH_SEED, and BENCH_ROUNDS (default 1; with N, each row runs tilec and cuDNN N times in
-# alternating order and reports the medians). The exit status is non-zero when any case failed
+# BENCH_BATCH (launches back to back in each timed run, as scripts/bench-gemm.sh), BENCH_SEED,
+# and BENCH_ROUNDS (default 1; with N, each row runs tilec and cuDNN N times in alternating
+# order and reports the medians). The exit status is non-zero when any case failed
 # to build, launch or check.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

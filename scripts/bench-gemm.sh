@@ -21,9 +21,9 @@
 # BENCH_BATCH (default 1: each launch timed alone between two events, the host's launch latency
 # included, a large part of a kernel of tens of microseconds; with N, each timed run is N
 # launches back to back, as a stream or graph launches them, counted as their mean; the peers
-# likewise) and BENCH_SEED. A case that fails to compile, launch or check prints FAILED with the reason and the
-# others go on; the exit status is non-zero when any case failed (a "try" case that tilec does
-# not support yet is reported and does not count).
+# likewise) and BENCH_SEED. A case that fails to compile, launch or check prints FAILED with the
+# reason and the others go on; the exit status is non-zero when any case failed (a "try" case
+# that tilec does not support yet is reported and does not count).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bench=$root/.bench
