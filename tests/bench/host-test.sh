@@ -38,7 +38,8 @@ for kind in relu bias_gelu tn_scale nt fp8_nt; do
   bin=$tmp/$kind
   expect 0 "kind=$kind .* status=ok" "$bin" 64 48 40                # every entry checked
   expect 0 "M=333 N=517 K=200 .*checked=172161 .*status=ok" "$bin" 333 517 200
-  expect 0 "checked=260 .*reps=20 status=ok" "$bin" 1024 1024 300 --samples 256 --reps 20 --warmup 0
+  expect 0 "checked=260 .*reps=20 batch=1 status=ok" "$bin" 1024 1024 300 --samples 256 --reps 20 --warmup 0
+  expect 0 "reps=20 batch=3 status=ok" "$bin" 64 48 40 --reps 20 --warmup 1 --batch 3
   expect 0 "^case=mock_$kind kind=$kind" "$bin" --describe
 done
 
@@ -58,6 +59,8 @@ expect 64 "K must be a whole number" "$bin" 64 64 1x
 expect 64 "K must be a whole number in \[1, 131072\]" "$bin" 64 64 200000
 expect 64 "--reps must be a whole number in \[20" "$bin" 64 64 64 --reps 5
 expect 64 "--warmup needs a value" "$bin" 64 64 64 --warmup
+expect 64 "--batch must be a whole number in \[1, 1000\]" "$bin" 64 64 64 --batch 0
+expect 64 "--batch must be a whole number in \[1, 1000\]" "$bin" 64 64 64 --batch 1001
 expect 64 "unknown option --fast" "$bin" 64 64 64 --fast
 
 echo "host-test: $failures failure(s)"
