@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Golden PTX: compiles every program of samples/, ../shared/conformance/ and tests/gpu/kernels/
-(and the -D variants in VARIANTS) for each arch in ARCHS and compares the PTX (or, where compilation fails, the diagnostics) with the recorded
+(and the variants in VARIANTS: -D switches, options) for each arch in ARCHS and compares the PTX (or, where compilation fails, the diagnostics) with the recorded
 golden files in tests/golden/ptx/.
 
 Goldens are keyed by the SHA-256 of the source (manifest.json), so byte-identical programs in
@@ -22,7 +22,7 @@ import tempfile
 
 ARCHS = ["sm_80", "sm_90a"]
 # Compile-time switches whose code paths the plain programs do not reach.
-VARIANTS = {"flash_attention": [["-D", "causal=True"]]}
+VARIANTS = {"flash_attention": [["-D", "causal=True"], ["--persistent"]]}
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 GOLDEN = os.path.join(HERE, "ptx")
@@ -86,7 +86,8 @@ def main():
                             " record one with --add")
             continue
         new_manifest[digest] = key
-        variants = [("", [])] + [("." + "_".join(d for d in v if d != "-D").replace("=", "_"), v)
+        variants = [("", [])] + [("." + "_".join(d.lstrip("-") for d in v if d != "-D")
+                                  .replace("=", "_"), v)
                                  for v in VARIANTS.get(stem, [])]
         for (tag, defines), arch in ((v, a) for v in variants for a in ARCHS):
             suffix, text = compile_one(args.tilec, path, arch, defines)
