@@ -21,8 +21,9 @@ import sys
 import tempfile
 
 ARCHS = ["sm_80", "sm_90a"]
-# Compile-time switches whose code paths the plain programs do not reach.
-VARIANTS = {"flash_attention": [["-D", "causal=True"], ["--persistent"]]}
+# Compile-time switches and options whose code paths the plain programs do not reach, each with
+# the arches where it changes the code (--persistent: warp-specialized kernels, sm_90a only).
+VARIANTS = {"flash_attention": [(["-D", "causal=True"], ARCHS), (["--persistent"], ["sm_90a"])]}
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 GOLDEN = os.path.join(HERE, "ptx")
@@ -86,10 +87,10 @@ def main():
                             " record one with --add")
             continue
         new_manifest[digest] = key
-        variants = [("", [])] + [("." + "_".join(d.lstrip("-") for d in v if d != "-D")
-                                  .replace("=", "_"), v)
-                                 for v in VARIANTS.get(stem, [])]
-        for (tag, defines), arch in ((v, a) for v in variants for a in ARCHS):
+        variants = [("", [], ARCHS)] + [("." + "_".join(d.lstrip("-") for d in v if d != "-D")
+                                         .replace("=", "_"), v, arches)
+                                        for v, arches in VARIANTS.get(stem, [])]
+        for tag, defines, arch in ((t, d, a) for t, d, arches in variants for a in arches):
             suffix, text = compile_one(args.tilec, path, arch, defines)
             golden = os.path.join(GOLDEN, f"{key}{tag}.{arch}.{suffix}")
             checked += 1
