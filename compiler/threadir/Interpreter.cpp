@@ -1,5 +1,7 @@
 #include "threadir/Interpreter.h"
 
+#include "threadir/InterpreterValue.h"
+
 #include "analysis/MfmaLayout.h"
 #include "support/IntMath.h"
 
@@ -16,136 +18,7 @@ namespace tilec::thir {
 
 namespace {
 
-/// A value of one thread: up to 16 lanes of raw bits in the element type's width.
-struct Val {
-  Type type;
-  std::array<uint64_t, 16> bits{};
-};
-
-/// What interpretation stops on; caught once, at the top.
-struct Stop : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-bool floating(DType t) {
-  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
-}
-int widthBits(DType t) { return t == DType::Bool ? 8 : dtypeBits(t); }
-
-double toDouble(uint64_t b, DType t) {
-  switch (t) {
-  case DType::Float64: {
-    double d;
-    std::memcpy(&d, &b, 8);
-    return d;
-  }
-  case DType::Float32: {
-    auto u = static_cast<uint32_t>(b);
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  case DType::Float16: {
-    auto u = static_cast<uint16_t>(b);
-    _Float16 h;
-    std::memcpy(&h, &u, 2);
-    return static_cast<double>(h);
-  }
-  case DType::BFloat16: {
-    auto u = static_cast<uint32_t>(b & 0xFFFF) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  default:
-    throw Stop(fmt::format("{} is not a floating-point type", dtypeName(t)));
-  }
-}
-
-uint64_t fromDouble(double v, DType t) {
-  switch (t) {
-  case DType::Float64: {
-    uint64_t b;
-    std::memcpy(&b, &v, 8);
-    return b;
-  }
-  case DType::Float32: {
-    auto f = static_cast<float>(v);
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-  }
-  case DType::Float16: {
-    auto h = static_cast<_Float16>(v);
-    uint16_t u;
-    std::memcpy(&u, &h, 2);
-    return u;
-  }
-  case DType::BFloat16: {
-    auto f = static_cast<float>(v);
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    if (std::isnan(f))
-      return 0x7FC0;
-    return (u + 0x7FFF + ((u >> 16) & 1)) >> 16; // to nearest, ties to even
-  }
-  default:
-    throw Stop(fmt::format("{} is not a floating-point type", dtypeName(t)));
-  }
-}
-
-int64_t toInt(uint64_t b, DType t) {
-  if (t == DType::Bool)
-    return b != 0;
-  int w = widthBits(t);
-  if (w == 64)
-    return static_cast<int64_t>(b);
-  uint64_t m = (uint64_t{1} << w) - 1;
-  b &= m;
-  if (isSigned(t) && (b >> (w - 1)) & 1)
-    return static_cast<int64_t>(b | ~m);
-  return static_cast<int64_t>(b);
-}
-
-uint64_t fromInt(int64_t v, DType t) {
-  if (t == DType::Bool)
-    return v != 0;
-  int w = widthBits(t);
-  auto u = static_cast<uint64_t>(v);
-  return w == 64 ? u : u & ((uint64_t{1} << w) - 1);
-}
-
-Val splat(Type t, uint64_t bits) {
-  Val v{t, {}};
-  for (int i = 0; i < t.lanes; ++i)
-    v.bits[i] = bits;
-  return v;
-}
-
-int64_t nonZeroDivisor(int64_t b) {
-  if (b == 0)
-    throw Stop("integer division by zero");
-  return b;
-}
-
-uint64_t castBits(uint64_t b, DType from, DType to) {
-  if (floating(from) && floating(to))
-    return fromDouble(toDouble(b, from), to);
-  if (floating(from)) {
-    double d = toDouble(b, from);
-    if (to == DType::Bool)
-      return d != 0;
-    // Out of range saturates, NaN gives 0 (PTX's cvt.rzi; the C++ cast would be undefined).
-    int64_t i = std::isnan(d)  ? 0
-                : d >= 0x1p63  ? INT64_MAX
-                : d <= -0x1p63 ? INT64_MIN
-                               : static_cast<int64_t>(std::trunc(d));
-    return fromInt(i, to);
-  }
-  if (floating(to))
-    return fromDouble(static_cast<double>(toInt(b, from)), to);
-  return fromInt(toInt(b, from), to);
-}
+using namespace interp;
 
 class Interpreter {
 public:
@@ -210,21 +83,6 @@ private:
                              smem_.size()));
     return smem_.data() + offset;
   }
-  static void readLanes(Val &v, const uint8_t *p) {
-    int b = widthBits(v.type.elem) / 8;
-    for (int i = 0; i < v.type.lanes; ++i) {
-      uint64_t x = 0;
-      std::memcpy(&x, p + i * b, static_cast<size_t>(b));
-      v.bits[i] = x;
-    }
-  }
-  static void writeLanes(const Val &v, uint8_t *p) {
-    int b = widthBits(v.type.elem) / 8;
-    for (int i = 0; i < v.type.lanes; ++i)
-      std::memcpy(p + i * b, &v.bits[i], static_cast<size_t>(b));
-  }
-  static int64_t scalarInt(const Val &v) { return toInt(v.bits[0], v.type.elem); }
-
   const Vals &eval(const Expr &e, const Mask &m) {
     if (auto it = cache_.find(e.get()); it != cache_.end())
       return it->second;
@@ -291,67 +149,10 @@ private:
   }
   void evalOp(const Unary &u, const Node &n, const Mask &m, Vals &out) {
     const Vals &a = eval(u.a, m);
-    DType t = n.type.elem;
     perThread(m, out, [&](int th) {
       Val v{n.type, {}};
-      for (int i = 0; i < n.type.lanes; ++i) {
-        uint64_t b = a[th].bits[i];
-        if (!floating(t)) {
-          int64_t x = toInt(b, t);
-          int64_t r = u.op == UnOp::Neg      ? -x
-                      : u.op == UnOp::Not    ? !x
-                      : u.op == UnOp::BitNot ? ~x
-                      : u.op == UnOp::Abs    ? (x < 0 ? -x : x)
-                                             : throw Stop("an integer unary operation");
-          v.bits[i] = fromInt(r, t);
-          continue;
-        }
-        double x = toDouble(b, t), r = 0;
-        switch (u.op) {
-        case UnOp::Neg:
-          r = -x;
-          break;
-        case UnOp::Abs:
-          r = std::fabs(x);
-          break;
-        case UnOp::Exp:
-          r = std::exp(x);
-          break;
-        case UnOp::Exp2:
-          r = std::exp2(x);
-          break;
-        case UnOp::Log:
-          r = std::log(x);
-          break;
-        case UnOp::Log2:
-          r = std::log2(x);
-          break;
-        case UnOp::Sqrt:
-          r = std::sqrt(x);
-          break;
-        case UnOp::Rsqrt:
-          r = 1.0 / std::sqrt(x);
-          break;
-        case UnOp::Tanh:
-          r = std::tanh(x);
-          break;
-        case UnOp::Erf:
-          r = std::erf(x);
-          break;
-        case UnOp::Sigmoid:
-          r = 1.0 / (1.0 + std::exp(-x));
-          break;
-        case UnOp::Floor:
-          r = std::floor(x);
-          break;
-        case UnOp::Ceil:
-          r = std::ceil(x);
-          break;
-        default:
-          throw Stop("a floating-point unary operation");
-        }
-        v.bits[i] = fromDouble(r, t);
-      }
+      for (int i = 0; i < n.type.lanes; ++i)
+        v.bits[i] = unary(u.op, a[th].bits[i], n.type.elem);
       return v;
     });
   }
@@ -365,111 +166,6 @@ private:
         v.bits[i] = binary(b.op, x[th].bits[i], y[th].bits[i], t, n.type.elem);
       return v;
     });
-  }
-  static uint64_t binary(BinOp op, uint64_t a, uint64_t b, DType t, DType result) {
-    if (floating(t)) {
-      double x = toDouble(a, t), y = toDouble(b, t);
-      switch (op) {
-      case BinOp::Add:
-        return fromDouble(x + y, result);
-      case BinOp::Sub:
-        return fromDouble(x - y, result);
-      case BinOp::Mul:
-        return fromDouble(x * y, result);
-      case BinOp::Div:
-        return fromDouble(x / y, result);
-      case BinOp::Pow:
-        return fromDouble(std::pow(x, y), result);
-      case BinOp::Min:
-        return fromDouble(std::fmin(x, y), result);
-      case BinOp::Max:
-        return fromDouble(std::fmax(x, y), result);
-      case BinOp::FloorDiv:
-        return fromDouble(std::floor(x / y), result);
-      case BinOp::Mod:
-        return fromDouble(x - y * std::floor(x / y), result);
-      case BinOp::Eq:
-        return x == y;
-      case BinOp::Ne:
-        return x != y;
-      case BinOp::Lt:
-        return x < y;
-      case BinOp::Le:
-        return x <= y;
-      case BinOp::Gt:
-        return x > y;
-      case BinOp::Ge:
-        return x >= y;
-      default:
-        throw Stop("a floating-point binary operation");
-      }
-    }
-    int64_t x = toInt(a, t), y = toInt(b, t);
-    bool u = !isSigned(t) && t != DType::Bool;
-    auto ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
-    int64_t r = 0;
-    switch (op) {
-    case BinOp::Add:
-      r = x + y;
-      break;
-    case BinOp::Sub:
-      r = x - y;
-      break;
-    case BinOp::Mul:
-      r = x * y;
-      break;
-    case BinOp::Div:
-      if (y == 0)
-        throw Stop("integer division by zero");
-      r = u ? static_cast<int64_t>(ux / uy) : x / y;
-      break;
-    case BinOp::FloorDiv:
-      r = floorDiv(x, nonZeroDivisor(y));
-      break;
-    case BinOp::Mod:
-      r = floorMod(x, nonZeroDivisor(y));
-      break;
-    case BinOp::Min:
-      r = u ? static_cast<int64_t>(std::min(ux, uy)) : std::min(x, y);
-      break;
-    case BinOp::Max:
-      r = u ? static_cast<int64_t>(std::max(ux, uy)) : std::max(x, y);
-      break;
-    case BinOp::Eq:
-      return x == y;
-    case BinOp::Ne:
-      return x != y;
-    case BinOp::Lt:
-      return u ? ux < uy : x < y;
-    case BinOp::Le:
-      return u ? ux <= uy : x <= y;
-    case BinOp::Gt:
-      return u ? ux > uy : x > y;
-    case BinOp::Ge:
-      return u ? ux >= uy : x >= y;
-    case BinOp::And:
-      return x && y;
-    case BinOp::Or:
-      return x || y;
-    case BinOp::BitAnd:
-      r = x & y;
-      break;
-    case BinOp::BitOr:
-      r = x | y;
-      break;
-    case BinOp::BitXor:
-      r = x ^ y;
-      break;
-    case BinOp::Shl:
-      r = static_cast<int64_t>(ux << (y & 63));
-      break;
-    case BinOp::Shr:
-      r = u || !isSigned(t) ? static_cast<int64_t>(fromInt(x, t) >> (y & 63)) : x >> (y & 63);
-      break;
-    default:
-      throw Stop("an integer binary operation");
-    }
-    return fromInt(r, result);
   }
   void evalOp(const Select &s, const Node &n, const Mask &m, Vals &out) {
     const Vals &c = eval(s.cond, m);
