@@ -17,15 +17,63 @@ int64_t nonZeroDivisor(int64_t b) {
   return b;
 }
 
+/// The value of 8-bit float code `b` (sign, exponent, mantissa): e4m3 (bias 7, no infinities,
+/// S.1111.111 NaN) or e5m2 (bias 15, IEEE infinities and NaNs).
+double decodeFloat8(uint32_t b, DType t) {
+  const bool e4m3 = t == DType::Float8E4M3;
+  const int manBits = e4m3 ? 3 : 2, bias = e4m3 ? 7 : 15, expMax = e4m3 ? 15 : 31;
+  const double sign = (b & 0x80) ? -1.0 : 1.0;
+  const int e = static_cast<int>((b & 0x7F) >> manBits),
+            man = static_cast<int>(b & ((1u << manBits) - 1));
+  if (e4m3 && e == expMax && man == (1 << manBits) - 1)
+    return std::nan("");
+  if (!e4m3 && e == expMax)
+    return man ? std::nan("") : sign * INFINITY;
+  if (e == 0)
+    return sign * std::ldexp(man, 1 - bias - manBits);
+  return sign * std::ldexp((1 << manBits) + man, e - bias - manBits);
+}
+
+/// The 8-bit code nearest `v`, ties to the even code, saturating to the largest finite value
+/// (PTX's cvt.rn.satfinite); NaN gives the NaN code.
+uint64_t encodeFloat8(double v, DType t) {
+  const bool e4m3 = t == DType::Float8E4M3;
+  if (std::isnan(v))
+    return 0x7F;
+  const uint32_t maxCode = e4m3 ? 0x7E : 0x7B; // 448 and 57344
+  const uint32_t sign = std::signbit(v) ? 0x80 : 0;
+  const double a = std::fabs(v);
+  // Positive codes increase with their values: bisect for the first not below a.
+  uint32_t lo = 0, hi = maxCode;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (decodeFloat8(mid, t) < a)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  uint32_t code = lo;
+  if (code > 0 && decodeFloat8(code, t) >= a) {
+    double below = a - decodeFloat8(code - 1, t), above = decodeFloat8(code, t) - a;
+    if (below < above || (below == above && (code - 1) % 2 == 0))
+      code -= 1;
+  }
+  return sign | code;
+}
+
 } // namespace
 
 bool floating(DType t) {
-  return t == DType::Float16 || t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
+  return t == DType::Float8E4M3 || t == DType::Float8E5M2 || t == DType::Float16 ||
+         t == DType::BFloat16 || t == DType::Float32 || t == DType::Float64;
 }
 int widthBits(DType t) { return t == DType::Bool ? 8 : dtypeBits(t); }
 
 double toDouble(uint64_t b, DType t) {
   switch (t) {
+  case DType::Float8E4M3:
+  case DType::Float8E5M2:
+    return decodeFloat8(static_cast<uint32_t>(b & 0xFF), t);
   case DType::Float64: {
     double d;
     std::memcpy(&d, &b, 8);
@@ -56,6 +104,9 @@ double toDouble(uint64_t b, DType t) {
 
 uint64_t fromDouble(double v, DType t) {
   switch (t) {
+  case DType::Float8E4M3:
+  case DType::Float8E5M2:
+    return encodeFloat8(v, t);
   case DType::Float64: {
     uint64_t b;
     std::memcpy(&b, &v, 8);
@@ -108,7 +159,7 @@ uint64_t fromInt(int64_t v, DType t) {
 }
 
 Val splat(Type t, uint64_t bits) {
-  Val v{t, {}};
+  Val v(t);
   for (int i = 0; i < t.lanes; ++i)
     v.bits[i] = bits;
   return v;
@@ -309,8 +360,10 @@ void readLanes(Val &v, const uint8_t *p) {
 
 void writeLanes(const Val &v, uint8_t *p) {
   int b = widthBits(v.type.elem) / 8;
-  for (int i = 0; i < v.type.lanes; ++i)
-    std::memcpy(p + i * b, &v.bits[i], static_cast<size_t>(b));
+  for (int i = 0; i < v.type.lanes; ++i) {
+    const uint64_t x = v.bits[i];
+    std::memcpy(p + i * b, &x, static_cast<size_t>(b));
+  }
 }
 
 } // namespace tilec::thir::interp

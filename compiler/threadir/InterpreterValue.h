@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <stdexcept>
+#include <vector>
 
 namespace tilec::thir::interp {
 
@@ -17,10 +18,29 @@ struct Stop : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A value of one thread: up to 16 lanes of raw bits in the element type's width.
+/// The lanes of a value, raw bits in the element type's width: up to 16 in place, more (a
+/// wgmma's accumulators, up to 128 a thread) on the heap.
+class Lanes {
+public:
+  explicit Lanes(int n = 1) {
+    if (n > kInPlace)
+      heap_.assign(static_cast<size_t>(n), 0);
+  }
+  uint64_t &operator[](int i) { return heap_.empty() ? inPlace_[i] : heap_[i]; }
+  uint64_t operator[](int i) const { return heap_.empty() ? inPlace_[i] : heap_[i]; }
+
+private:
+  static constexpr int kInPlace = 16;
+  std::array<uint64_t, kInPlace> inPlace_{};
+  std::vector<uint64_t> heap_;
+};
+
+/// A value of one thread.
 struct Val {
+  Val() = default;
+  explicit Val(Type t) : type(t), bits(t.lanes) {}
   Type type;
-  std::array<uint64_t, 16> bits{};
+  Lanes bits;
 };
 
 bool floating(DType t);

@@ -1,0 +1,82 @@
+// What the warps of one block share in the interpreter: shared memory, the named barriers
+// (bar.sync / bar.arrive, counted in threads, a warp arriving as a whole), the mbarriers (phase,
+// pending arrivals, transaction bytes: PTX ISA 9.7.13.15, cookbook 5) and the meeting point of a
+// warpgroup's four warps at a wgmma. Waits go through the block's WarpScheduler, so a barrier
+// that can never complete is reported as a deadlock naming what each warp waits for.
+// Internal to the interpreter (threadir/Interpreter*.cpp).
+#pragma once
+
+#include "threadir/InterpreterHopper.h"
+#include "threadir/InterpreterSchedule.h"
+
+#include <array>
+#include <map>
+
+namespace tilec::thir::interp {
+
+/// Where the kernel's dynamic shared memory starts in the shared window (what SharedAddress
+/// adds): 1024-byte aligned, as swizzled operands need, and not 0, so that an address used as
+/// an offset (or the reverse) shows.
+inline constexpr int64_t kSharedWindowBase = 1024;
+
+class Block {
+public:
+  std::array<int64_t, 3> index{0, 0, 0}, grid{1, 1, 1};
+  WarpScheduler scheduler;
+
+  /// A fresh block: shared memory poisoned, no barrier or mbarrier state.
+  void reset(int64_t sharedBytes, int threads, int warpgroups);
+  SharedView shared() {
+    return {smem_.data(), static_cast<int64_t>(smem_.size()), kSharedWindowBase};
+  }
+  /// A store of `n` bytes at `offset`: checked against the mbarriers it would overwrite.
+  uint8_t *store(int64_t offset, int64_t n);
+
+  /// bar.arrive of `count` threads (a warp) at barrier `id` of `threads` (0: the whole block).
+  void barrierArrive(int id, int threads, int count);
+  /// bar.sync: arrives, then waits (as warp `warp`) until the barrier completes.
+  void barrierSync(int warp, int id, int threads, int count);
+  /// A warp of `count` threads returned: whole-block barriers no longer wait for it.
+  void warpReturned(int count);
+
+  void mbarrierInit(int64_t offset, int64_t count);
+  /// One thread's arrival, after expecting `txBytes` more bytes of transactions.
+  void mbarrierArrive(int64_t offset, int64_t txBytes);
+  /// An asynchronous copy completed `bytes` of transactions.
+  void mbarrierCompleteTx(int64_t offset, int64_t bytes);
+  /// Waits (as warp `warp`) until, for every (offset, parity), the phase of that parity has
+  /// completed (try_wait.parity's rule: parity 1 passes on a fresh barrier).
+  void mbarrierWait(int warp, const std::vector<std::pair<int64_t, int64_t>> &waits);
+
+  /// Warp `warp` of warpgroup `group` brings its 32 threads' operands of wgmma `node` (written
+  /// into the group's slot by `fill`); the last of the four runs the group. Returns once it ran,
+  /// the results in slot(group).acc.
+  WgmmaGroup &wgmmaSlot(int group) { return wgmma_[static_cast<size_t>(group)].group; }
+  void wgmmaMeet(int warp, int group, const Node *node, const Wgmma &w);
+
+private:
+  struct NamedBarrier {
+    int threads = 0, arrived = 0;
+    uint64_t generation = 0;
+  };
+  struct Mbarrier {
+    int64_t count = 0, pending = 0, tx = 0, phase = 0;
+  };
+  struct WgmmaMeeting {
+    const Node *node = nullptr;
+    int arrived = 0;
+    uint64_t generation = 0;
+    WgmmaGroup group;
+  };
+  void completeIfDue(NamedBarrier &b);
+  Mbarrier &mbarrier(int64_t offset, const char *what);
+  void completeIfDue(Mbarrier &b);
+
+  std::vector<uint8_t> smem_;
+  int liveThreads_ = 0;
+  std::map<int, NamedBarrier> barriers_;
+  std::map<int64_t, Mbarrier> mbarriers_;
+  std::vector<WgmmaMeeting> wgmma_;
+};
+
+} // namespace tilec::thir::interp

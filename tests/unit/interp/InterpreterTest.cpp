@@ -1,0 +1,173 @@
+// The interpreter's own semantics, from thread IR text: warps that run apart and meet at
+// barriers, mbarrier phases, 8-bit floats, and what it reports when a program goes wrong
+// (deadlocks, a store over an mbarrier).
+#include "threadir/Interpreter.h"
+#include "threadir/ThreadIRParser.h"
+
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+using namespace tilec;
+
+namespace {
+
+/// Runs kernel 0 of thread IR `text` with 64 threads' worth of int32 output `out` (filled with
+/// -1 first) and returns the interpreter's error, if any.
+std::optional<std::string> runText(const std::string &text, std::vector<int32_t> &out,
+                                   bool interleave = false) {
+  SourceManager sm;
+  DiagnosticEngine diags(sm);
+  auto m = thir::parseThreadIR(sm, sm.addBuffer("t.thir", text), diags);
+  REQUIRE_MESSAGE(m, diags.renderAll());
+  out.assign(64, -1);
+  std::vector<uint8_t> bytes(out.size() * 4);
+  std::memcpy(bytes.data(), out.data(), bytes.size());
+  thir::InterpreterLaunch l;
+  l.tensors = {&bytes};
+  l.scalars = {0.0};
+  l.interleaveStatements = interleave;
+  auto error = thir::interpret(m->kernels.at(0), l);
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return error;
+}
+
+const char *kExchange = R"(module t
+kernel k(%out: tensor<int32, align 4>) threads=64 grid=(none, none, none) dynamic_smem=256 {
+  smem[(threadIdx.x * 4:int32); 0, 256] = threadIdx.x
+  BARRIER
+  store %out[cast<int64>(threadIdx.x)] = smem<int32>[(((threadIdx.x + 32:int32) % 64:int32) * 4:int32); 0, 256], align 4
+}
+)";
+
+std::string withBarrier(const char *barrier) {
+  std::string s = kExchange;
+  s.replace(s.find("BARRIER"), 7, barrier);
+  return s;
+}
+
+} // namespace
+
+TEST_CASE("warps exchange values through shared memory across a barrier, in either "
+          "interleaving") {
+  for (bool interleave : {false, true}) {
+    CAPTURE(interleave);
+    std::vector<int32_t> out;
+    auto error = runText(withBarrier("barrier"), out, interleave);
+    REQUIRE_MESSAGE(!error, *error);
+    for (int t = 0; t < 64; ++t)
+      CHECK(out[t] == (t + 32) % 64);
+  }
+}
+
+TEST_CASE("without the barrier, the first warp reads the other's slots before they are written") {
+  std::vector<int32_t> out;
+  auto error = runText(withBarrier(""), out);
+  REQUIRE_MESSAGE(!error, *error);
+  int32_t poison;
+  std::memset(&poison, 0xCD, 4);
+  CHECK(out[0] == poison); // warp 0 ran to its end before warp 1 began
+  CHECK(out[32] == 0);     // warp 1 then saw warp 0's
+}
+
+TEST_CASE("a barrier that half the block never reaches is a deadlock, reported per warp") {
+  std::vector<int32_t> out;
+  auto error = runText(R"(module t
+kernel k(%out: tensor<int32, align 4>) threads=96 grid=(none, none, none) dynamic_smem=0 {
+  if (threadIdx.x < 32:int32) {
+    barrier 1, 64
+  }
+}
+)",
+                       out);
+  REQUIRE(error);
+  CHECK(*error == "k: deadlock; warp 0 waits for barrier 1 (32 of 64 threads arrived)");
+}
+
+TEST_CASE("mbarrier phases: a waiter goes on once its phase's arrivals came; parity 1 passes at "
+          "once on a fresh barrier") {
+  const char *text = R"(module t
+kernel k(%out: tensor<int32, align 4>) threads=64 grid=(none, none, none) dynamic_smem=16 {
+  if (threadIdx.x == 0:int32) {
+    mbarrier.init smem[8:int32], 32:int32
+    mbarrier.wait smem[8:int32], 1:int32
+  }
+  barrier
+  if (threadIdx.x >= 32:int32) {
+    smem[0:int32] = 7:int32
+    mbarrier.arrive smem[8:int32]
+  } else {
+    mbarrier.wait smem[8:int32], 0:int32
+    store %out[cast<int64>(threadIdx.x)] = smem<int32>[0:int32], align 4
+  }
+}
+)";
+  for (bool interleave : {false, true}) {
+    CAPTURE(interleave);
+    std::vector<int32_t> out;
+    auto error = runText(text, out, interleave);
+    REQUIRE_MESSAGE(!error, *error);
+    for (int t = 0; t < 32; ++t)
+      CHECK(out[t] == 7);
+  }
+}
+
+TEST_CASE("an mbarrier whose arrivals never all come is a deadlock naming its state") {
+  std::vector<int32_t> out;
+  auto error = runText(R"(module t
+kernel k(%out: tensor<int32, align 4>) threads=64 grid=(none, none, none) dynamic_smem=16 {
+  if (threadIdx.x == 0:int32) {
+    mbarrier.init smem[8:int32], 64:int32
+  }
+  barrier
+  if (threadIdx.x >= 32:int32) {
+    mbarrier.arrive.expect_tx smem[8:int32], 16:int32
+  } else {
+    mbarrier.wait smem[8:int32], 0:int32
+  }
+}
+)",
+                       out);
+  REQUIRE(error);
+  CHECK(*error == "k: deadlock; warp 0 waits for the mbarrier at byte 8 (parity 0; phase 0, 32 "
+                  "of 64 arrivals pending, 512 transaction bytes)");
+}
+
+TEST_CASE("a store over an mbarrier is an error") {
+  std::vector<int32_t> out;
+  auto error = runText(R"(module t
+kernel k(%out: tensor<int32, align 4>) threads=32 grid=(none, none, none) dynamic_smem=16 {
+  if (threadIdx.x == 0:int32) {
+    mbarrier.init smem[8:int32], 1:int32
+    smem[12:int32] = 1:int32
+  }
+}
+)",
+                       out);
+  REQUIRE(error);
+  CHECK(*error == "k: a store to shared bytes [12, 16) overwrites the mbarrier at byte 8");
+}
+
+TEST_CASE("8-bit floats convert as PTX's cvt.rn.satfinite does") {
+  std::vector<int32_t> out;
+  // 1.0625 lies halfway between e4m3's 1.0 and 1.125: to the even code, 1.0. 500 saturates to
+  // 448; e5m2 keeps 57344 and rounds 3.3 to 3.5 (its neighbours are 3.0 and 3.5).
+  auto error = runText(R"(module t
+kernel k(%out: tensor<int32, align 4>) threads=1 grid=(none, none, none) dynamic_smem=0 {
+  store %out[0] = cast<int32>((cast<float32>(cast<float8_e4m3>(1.0625)) * 1000.0)), align 4
+  store %out[1] = cast<int32>(cast<float32>(cast<float8_e4m3>(500.0))), align 4
+  store %out[2] = cast<int32>(cast<float32>(cast<float8_e5m2>(57344.0))), align 4
+  store %out[3] = cast<int32>((cast<float32>(cast<float8_e5m2>(3.3)) * 10.0)), align 4
+  store %out[4] = cast<int32>((cast<float32>(cast<float8_e4m3>(-0.0078125)) * 1000000.0)), align 4
+}
+)",
+                       out);
+  REQUIRE_MESSAGE(!error, *error);
+  CHECK(out[0] == 1000);
+  CHECK(out[1] == 448);
+  CHECK(out[2] == 57344);
+  CHECK(out[3] == 35);
+  CHECK(out[4] == -7812); // e4m3's 2^-7 is a normal number: exact
+}
