@@ -125,6 +125,118 @@ inline double relError(const std::vector<float> &got, const std::vector<double> 
   return std::sqrt(num / den);
 }
 
+using Options = std::function<void(driver::DriverOptions &)>;
+using Launch = std::function<void(thir::InterpreterLaunch &)>;
+
+/// A defined constant of a sample, or its default.
+inline int64_t defined(const std::map<std::string, std::string> &defines, const char *name,
+                       int64_t fallback) {
+  return defines.count(name) ? std::stoll(defines.at(name)) : fallback;
+}
+
+/// gemm_relu.tile (A M x K, B K x N, fp16) at M = 150, N = 130 and `K`: a ragged edge in every
+/// dimension.
+inline void checkGemmRelu(const char *arch, std::map<std::string, std::string> defines, int64_t K,
+                          int warpSize, const Options &options = {}, const Launch &launch = {}) {
+  thir::Module m = compileSample("gemm_relu.tile", arch, defines, options);
+  std::mt19937 rng(1);
+  const int64_t M = 150, N = 130;
+  Halves a = randomHalves(M * K, rng), b = randomHalves(K * N, rng);
+  std::vector<uint8_t> c(M * N * 2, 0xFF);
+  run(m.kernels.at(0), {{"A", &a.bytes}, {"B", &b.bytes}, {"C", &c}},
+      {{"M", M}, {"N", N}, {"K", K}}, warpSize, launch);
+  std::vector<double> want(M * N);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k)
+        s += double(a.values[i * K + k]) * b.values[k * N + j];
+      want[i * N + j] = std::max(s, 0.0);
+    }
+  CHECK(relError(readHalves(c), want) < 2e-3);
+}
+
+/// gemm_bias_gelu.tile (bf16, B N x K, a bias and GELU in the epilogue) at M = 70, N = 140,
+/// K = 48.
+inline void checkGemmBiasGelu(const char *arch, int warpSize, const Options &options = {},
+                              const Launch &launch = {}) {
+  thir::Module m = compileSample("gemm_bias_gelu.tile", arch, {}, options);
+  std::mt19937 rng(2);
+  const int64_t M = 70, N = 140, K = 48;
+  Halves a = randomHalves(M * K, rng, true), b = randomHalves(N * K, rng, true),
+         bias = randomHalves(N, rng, true);
+  std::vector<uint8_t> c(M * N * 2, 0xFF);
+  run(m.kernels.at(0), {{"A", &a.bytes}, {"B", &b.bytes}, {"bias", &bias.bytes}, {"C", &c}},
+      {{"M", M}, {"N", N}, {"K", K}}, warpSize, launch);
+  std::vector<double> want(M * N);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = bias.values[j];
+      for (int64_t k = 0; k < K; ++k)
+        s += double(a.values[i * K + k]) * b.values[j * K + k];
+      want[i * N + j] = 0.5 * s * (1 + std::tanh(0.7978845608028654 * (s + 0.044715 * s * s * s)));
+    }
+  CHECK(relError(readHalves(c, true), want) < 1e-2);
+}
+
+/// Decode attention of MLA in float64: one query per (batch, head) over S keys of `dim` latent
+/// plus `pe` rope dimensions, the latent part also the value.
+inline std::vector<double> mlaReference(const Halves &q, const Halves &qpe, const Halves &kv,
+                                        const Halves &kpe, int64_t batch, int64_t heads,
+                                        int64_t dim, int64_t pe, int64_t S) {
+  std::vector<double> want(batch * heads * dim);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t h = 0; h < heads; ++h) {
+      std::vector<double> p(S);
+      double mx = -1e300, sum = 0;
+      for (int64_t j = 0; j < S; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < dim; ++d)
+          dot += double(q.values[(b * heads + h) * dim + d]) * kv.values[(b * S + j) * dim + d];
+        for (int64_t d = 0; d < pe; ++d)
+          dot += double(qpe.values[(b * heads + h) * pe + d]) * kpe.values[(b * S + j) * pe + d];
+        p[j] = dot / std::sqrt(double(dim + pe));
+        mx = std::max(mx, p[j]);
+      }
+      for (int64_t j = 0; j < S; ++j)
+        sum += (p[j] = std::exp(p[j] - mx));
+      for (int64_t d = 0; d < dim; ++d) {
+        double o = 0;
+        for (int64_t j = 0; j < S; ++j)
+          o += p[j] * kv.values[(b * S + j) * dim + d];
+        want[(b * heads + h) * dim + d] = o / sum;
+      }
+    }
+  return want;
+}
+
+/// mla_decode_split.tile with `defines` (heads, dim, pe_dim) at batch 2 and 150 keys: its
+/// partial kernel (4 splits of 64 keys: the third ragged, the fourth empty), then the combine.
+inline void checkMlaDecodeSplit(const char *arch, std::map<std::string, std::string> defines,
+                                int warpSize, const Options &options = {},
+                                const Launch &launch = {}) {
+  thir::Module m = compileSample("mla_decode_split.tile", arch, defines, options);
+  std::mt19937 rng(5);
+  const int64_t batch = 2, heads = defined(defines, "heads", 128), dim = defined(defines, "dim", 512),
+                pe = defined(defines, "pe_dim", 64), splits = 4, S = 150;
+  Halves q = randomHalves(batch * heads * dim, rng), qpe = randomHalves(batch * heads * pe, rng),
+         kv = randomHalves(batch * S * dim, rng), kpe = randomHalves(batch * S * pe, rng);
+  std::vector<uint8_t> partial(batch * heads * splits * dim * 4, 0xFF),
+      lse(batch * heads * splits * 4, 0xFF), out(batch * heads * dim * 2, 0xFF);
+  std::map<std::string, double> dims = {{"batch", batch}, {"seqlen_kv", S}};
+  run(m.kernels.at(0),
+      {{"Q", &q.bytes},
+       {"Q_pe", &qpe.bytes},
+       {"KV", &kv.bytes},
+       {"K_pe", &kpe.bytes},
+       {"O_partial", &partial},
+       {"lse", &lse}},
+      dims, warpSize, launch);
+  run(m.kernels.at(1), {{"O_partial", &partial}, {"lse", &lse}, {"Output", &out}}, dims, warpSize,
+      launch);
+  CHECK(relError(readHalves(out), mlaReference(q, qpe, kv, kpe, batch, heads, dim, pe, S)) < 5e-3);
+}
+
 /// softmax(Q K^T / sqrt(D)) V per (batch, head), causal or not, in float64; layout (B, S, H, D).
 inline std::vector<double> attention(const Halves &q, const Halves &k, const Halves &v, int64_t B,
                                      int64_t S, int64_t H, int64_t D, bool causal) {

@@ -46,3 +46,79 @@ TEST_CASE("flash_attention for sm_90a, persistent (blocks walk several tiles; th
         "sm_90a", {}, 300, 32, 13, [](driver::DriverOptions &o) { o.persistent = true; }, launch);
   });
 }
+
+TEST_CASE("flash_attention for sm_90a with the consumer warpgroups' turns (--ping-pong) and "
+          "without the overlap of P@V (--no-overlap-gemms) matches float64") {
+  forEachLaunch([](const auto &launch) {
+    checkAttention("sm_90a", {}, 150, 32, 14,
+                   [](driver::DriverOptions &o) { o.pingPong = true; }, launch);
+    checkAttention("sm_90a", {}, 150, 32, 15,
+                   [](driver::DriverOptions &o) { o.noOverlapGemms = true; }, launch);
+  });
+}
+
+TEST_CASE("gemm_relu for sm_90a (persistent, TMA ring, two consumer warpgroups) matches float64") {
+  forEachLaunch([](const auto &launch) { checkGemmRelu("sm_90a", {}, 200, 32, {}, launch); });
+}
+
+TEST_CASE("gemm_relu for sm_90a with consumer groups on alternate tiles (--ping-pong-tiles) "
+          "matches float64") {
+  forEachLaunch([](const auto &launch) {
+    checkGemmRelu("sm_90a", {}, 200, 32,
+                  [](driver::DriverOptions &o) { o.pingPongTiles = true; }, launch);
+  });
+}
+
+TEST_CASE("gemm_bias_gelu for sm_90a (bf16, B N x K) matches float64") {
+  forEachLaunch([](const auto &launch) { checkGemmBiasGelu("sm_90a", 32, {}, launch); });
+}
+
+TEST_CASE("mla_decode_split for sm_90a as written (576-wide scores, the S exchange through shared "
+          "memory) matches float64") {
+  forEachLaunch([](const auto &launch) { checkMlaDecodeSplit("sm_90a", {}, 32, {}, launch); });
+}
+
+TEST_CASE("mla_decode for sm_90a as written matches float64") {
+  forEachLaunch([](const auto &launch) {
+    thir::Module m = compileSample("mla_decode.tile", "sm_90a");
+    std::mt19937 rng(21);
+    const int64_t batch = 1, heads = 128, dim = 512, pe = 64, S = 150;
+    Halves q = randomHalves(batch * heads * dim, rng), qpe = randomHalves(batch * heads * pe, rng),
+           kv = randomHalves(batch * S * dim, rng), kpe = randomHalves(batch * S * pe, rng);
+    std::vector<uint8_t> out(batch * heads * dim * 2, 0xFF);
+    run(m.kernels.at(0),
+        {{"Q", &q.bytes}, {"Q_pe", &qpe.bytes}, {"KV", &kv.bytes}, {"K_pe", &kpe.bytes},
+         {"Output", &out}},
+        {{"batch", batch}, {"seqlen_kv", S}}, 32, launch);
+    CHECK(relError(readHalves(out), mlaReference(q, qpe, kv, kpe, batch, heads, dim, pe, S)) <
+          5e-3);
+  });
+}
+
+TEST_CASE("dequant_gemm_w4a16 for sm_90a (int4 weights dequantized into shared memory, then "
+          "wgmma) matches a dequantize-then-matmul reference") {
+  forEachLaunch([](const auto &launch) {
+    thir::Module m = compileSample("dequant_gemm_w4a16.tile", "sm_90a");
+    std::mt19937 rng(22);
+    const int64_t M = 20, N = 100, K = 384, group = 128;
+    Halves a = randomHalves(M * K, rng), scales = randomHalves(K / group * N, rng);
+    std::vector<uint8_t> b(N * K / 2);
+    for (uint8_t &x : b)
+      x = static_cast<uint8_t>(rng());
+    std::vector<uint8_t> c(M * N * 2, 0xFF);
+    run(m.kernels.at(0), {{"A", &a.bytes}, {"B", &b}, {"Scales", &scales.bytes}, {"C", &c}},
+        {{"M", M}, {"N", N}, {"K", K}}, 32, launch);
+    std::vector<double> want(M * N);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t n = 0; n < N; ++n) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          int q = (b[n * K / 2 + k / 2] >> (4 * (k % 2))) & 15;
+          double w = (q >= 8 ? q - 16 : q) * double(scales.values[k / group * N + n]);
+          s += double(a.values[i * K + k]) * w;
+        }
+        want[i * N + n] = s;
+      }
+    CHECK(relError(readHalves(c), want) < 2e-3);
+  });
+}
