@@ -522,7 +522,7 @@ private:
   void execOp(const SetMaxNReg &, const Mask &) {}
   void execOp(const CpAsyncCommit &, const Mask &) {}
   void execOp(const CpAsyncWait &, const Mask &) {}
-  void execOp(const WgmmaWait &, const Mask &) {}
+  void execOp(const WgmmaWait &w, const Mask &) { b_.wgmmaRetire(first_ / 128, w.pending); }
   void execOp(const CpAsync &c, const Mask &m) {
     const Vals &idx = eval(c.index, m);
     const Vals &off = eval(c.byteOffset, m);
@@ -615,6 +615,7 @@ private:
       std::vector<int64_t> at;
       for (const Vals *c : coords)
         at.push_back(scalarInt((*c)[t]));
+      b_.checkWrite(scalarInt(off[t]), map.boxBytes(), "a TMA load");
       const int64_t bytes = copyTmaBox(map, at, b_.shared(), scalarInt(off[t]));
       b_.mbarrierCompleteTx(scalarInt(bar[t]), bytes);
     }

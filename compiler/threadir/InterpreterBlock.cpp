@@ -16,8 +16,25 @@ void Block::reset(int64_t sharedBytes, int threads, int warpgroups) {
   }
 }
 
+void Block::checkWrite(int64_t offset, int64_t n, const char *what) const {
+  for (size_t g = 0; g < wgmma_.size(); ++g)
+    for (const std::vector<ByteRange> &reads : wgmma_[g].inFlight)
+      for (const ByteRange &r : reads)
+        if (offset < r.end && r.begin < offset + n)
+          throw Stop(fmt::format("{} to shared bytes [{}, {}) while a wgmma group of warpgroup {} "
+                                 "in flight reads [{}, {})",
+                                 what, offset, offset + n, g, r.begin, r.end));
+}
+
+void Block::wgmmaRetire(int group, int pending) {
+  auto &inFlight = wgmma_[static_cast<size_t>(group)].inFlight;
+  if (static_cast<int>(inFlight.size()) > pending)
+    inFlight.erase(inFlight.begin(), inFlight.end() - pending);
+}
+
 uint8_t *Block::store(int64_t offset, int64_t n) {
   uint8_t *p = shared().at(offset, n);
+  checkWrite(offset, n, "a store");
   if (!mbarriers_.empty()) {
     auto it = mbarriers_.lower_bound(offset - 7);
     if (it != mbarriers_.end() && it->first < offset + n)
@@ -152,7 +169,8 @@ void Block::wgmmaMeet(int warp, int group, const Node *node, const Wgmma &w) {
       if ((!w.aInRegisters && m.group.aDesc[t] != m.group.aDesc[i * 128]) ||
           m.group.bDesc[t] != m.group.bDesc[i * 128])
         throw Stop(fmt::format("warpgroup {}'s threads disagree on a wgmma descriptor", group));
-  runWgmmaGroup(w, shared(), m.group);
+  m.inFlight.push_back(runWgmmaGroup(w, shared(), m.group));
+  wgmmaRetire(group, w.pending);
   m.arrived = 0;
   m.node = nullptr;
   ++m.generation;

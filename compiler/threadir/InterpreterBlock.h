@@ -53,6 +53,12 @@ public:
   /// the results in slot(group).acc.
   WgmmaGroup &wgmmaSlot(int group) { return wgmma_[static_cast<size_t>(group)].group; }
   void wgmmaMeet(int warp, int group, const Node *node, const Wgmma &w);
+  /// wgmma.wait_group `pending` in warpgroup `group`: its groups but the last `pending` have
+  /// completed. Until then the shared bytes they read may not be written (the interpreter runs a
+  /// group as it is issued, so such a write would go unseen otherwise): `store` and
+  /// `checkWrite` report one as an error.
+  void wgmmaRetire(int group, int pending);
+  void checkWrite(int64_t offset, int64_t n, const char *what) const;
 
 private:
   struct NamedBarrier {
@@ -67,6 +73,8 @@ private:
     int arrived = 0;
     uint64_t generation = 0;
     WgmmaGroup group;
+    /// What each group in flight reads, oldest first.
+    std::vector<std::vector<ByteRange>> inFlight;
   };
   void completeIfDue(NamedBarrier &b);
   Mbarrier &mbarrier(int64_t offset, const char *what);

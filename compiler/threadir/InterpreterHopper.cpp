@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstring>
 
 namespace tilec::thir::interp {
@@ -100,9 +102,12 @@ int64_t operandAddress(const Descriptor &d, bool mnMajor, int64_t mn, int64_t k,
 }
 
 double operandElement(const SharedView &smem, const Descriptor &d, bool mnMajor, int64_t mn,
-                      int64_t k, DType t) {
+                      int64_t k, DType t, ByteRange &read) {
   const int64_t eb = widthBits(t) / 8;
-  const uint8_t *p = smem.at(operandAddress(d, mnMajor, mn, k, eb) - smem.windowBase, eb);
+  const int64_t offset = operandAddress(d, mnMajor, mn, k, eb) - smem.windowBase;
+  read.begin = std::min(read.begin, offset);
+  read.end = std::max(read.end, offset + eb);
+  const uint8_t *p = smem.at(offset, eb);
   uint64_t bits = 0;
   std::memcpy(&bits, p, static_cast<size_t>(eb));
   return toDouble(bits, t);
@@ -110,7 +115,8 @@ double operandElement(const SharedView &smem, const Descriptor &d, bool mnMajor,
 
 } // namespace
 
-void runWgmmaGroup(const Wgmma &w, const SharedView &smem, WgmmaGroup &g) {
+std::vector<ByteRange> runWgmmaGroup(const Wgmma &w, const SharedView &smem, WgmmaGroup &g) {
+  std::vector<ByteRange> reads;
   const int n = w.n, k = w.k();
   const DType at = w.inputType, bt = w.bType();
   const DType accType = g.acc[0].type.elem;
@@ -138,14 +144,17 @@ void runWgmmaGroup(const Wgmma &w, const SharedView &smem, WgmmaGroup &g) {
       }
     } else {
       Descriptor da = decode(g.aDesc[ii * 128]);
+      ByteRange &read = reads.emplace_back(ByteRange{INT64_MAX, INT64_MIN});
       for (int m = 0; m < 64; ++m)
         for (int kk = 0; kk < k; ++kk)
-          A[static_cast<size_t>(m * k + kk)] = operandElement(smem, da, w.aMnMajor, m, kk, at);
+          A[static_cast<size_t>(m * k + kk)] =
+              operandElement(smem, da, w.aMnMajor, m, kk, at, read);
     }
     Descriptor db = decode(g.bDesc[ii * 128]);
+    ByteRange &read = reads.emplace_back(ByteRange{INT64_MAX, INT64_MIN});
     for (int j = 0; j < n; ++j)
       for (int kk = 0; kk < k; ++kk)
-        B[static_cast<size_t>(j * k + kk)] = operandElement(smem, db, w.bMnMajor, j, kk, bt);
+        B[static_cast<size_t>(j * k + kk)] = operandElement(smem, db, w.bMnMajor, j, kk, bt, read);
     // The accumulator fragment (cookbook 3.2): lane i of thread t holds row
     // 16 (t / 32) + g + 8 ((i >> 1) & 1), column 8 (i >> 2) + 2 q + (i & 1).
     auto place = [&](int t, int i) {
@@ -167,6 +176,7 @@ void runWgmmaGroup(const Wgmma &w, const SharedView &smem, WgmmaGroup &g) {
       for (int i = 0; i < n / 2; ++i)
         g.acc[t].bits[first + i] = fromDouble(D[static_cast<size_t>(place(t, i))], accType);
   }
+  return reads;
 }
 
 } // namespace tilec::thir::interp

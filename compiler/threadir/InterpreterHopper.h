@@ -53,8 +53,14 @@ struct WgmmaGroup {
   std::vector<uint64_t> aDesc, bDesc;
 };
 
+/// Bytes [begin, end) of shared memory (offsets from its start).
+struct ByteRange {
+  int64_t begin = 0, end = 0;
+};
+
 /// D = A B + D for each instruction of `w` in order, into `g.acc` (lanes cleared first in the
 /// threads whose `clear` holds). Products are exact and summed in double per instruction.
-void runWgmmaGroup(const Wgmma &w, const SharedView &smem, WgmmaGroup &g);
+/// Returns the shared bytes the group read: from the first to the last byte of each operand.
+std::vector<ByteRange> runWgmmaGroup(const Wgmma &w, const SharedView &smem, WgmmaGroup &g);
 
 } // namespace tilec::thir::interp

@@ -217,8 +217,9 @@ inline void checkMlaDecodeSplit(const char *arch, std::map<std::string, std::str
                                 const Launch &launch = {}) {
   thir::Module m = compileSample("mla_decode_split.tile", arch, defines, options);
   std::mt19937 rng(5);
-  const int64_t batch = 2, heads = defined(defines, "heads", 128), dim = defined(defines, "dim", 512),
-                pe = defined(defines, "pe_dim", 64), splits = 4, S = 150;
+  const int64_t batch = 2, heads = defined(defines, "heads", 128),
+                dim = defined(defines, "dim", 512), pe = defined(defines, "pe_dim", 64), splits = 4,
+                S = 150;
   Halves q = randomHalves(batch * heads * dim, rng), qpe = randomHalves(batch * heads * pe, rng),
          kv = randomHalves(batch * S * dim, rng), kpe = randomHalves(batch * S * pe, rng);
   std::vector<uint8_t> partial(batch * heads * splits * dim * 4, 0xFF),

@@ -50,10 +50,11 @@ TEST_CASE("flash_attention for sm_90a, persistent (blocks walk several tiles; th
 TEST_CASE("flash_attention for sm_90a with the consumer warpgroups' turns (--ping-pong) and "
           "without the overlap of P@V (--no-overlap-gemms) matches float64") {
   forEachLaunch([](const auto &launch) {
-    checkAttention("sm_90a", {}, 150, 32, 14,
-                   [](driver::DriverOptions &o) { o.pingPong = true; }, launch);
-    checkAttention("sm_90a", {}, 150, 32, 15,
-                   [](driver::DriverOptions &o) { o.noOverlapGemms = true; }, launch);
+    checkAttention(
+        "sm_90a", {}, 150, 32, 14, [](driver::DriverOptions &o) { o.pingPong = true; }, launch);
+    checkAttention(
+        "sm_90a", {}, 150, 32, 15, [](driver::DriverOptions &o) { o.noOverlapGemms = true; },
+        launch);
   });
 }
 
@@ -64,8 +65,8 @@ TEST_CASE("gemm_relu for sm_90a (persistent, TMA ring, two consumer warpgroups) 
 TEST_CASE("gemm_relu for sm_90a with consumer groups on alternate tiles (--ping-pong-tiles) "
           "matches float64") {
   forEachLaunch([](const auto &launch) {
-    checkGemmRelu("sm_90a", {}, 200, 32,
-                  [](driver::DriverOptions &o) { o.pingPongTiles = true; }, launch);
+    checkGemmRelu(
+        "sm_90a", {}, 200, 32, [](driver::DriverOptions &o) { o.pingPongTiles = true; }, launch);
   });
 }
 
@@ -87,7 +88,10 @@ TEST_CASE("mla_decode for sm_90a as written matches float64") {
            kv = randomHalves(batch * S * dim, rng), kpe = randomHalves(batch * S * pe, rng);
     std::vector<uint8_t> out(batch * heads * dim * 2, 0xFF);
     run(m.kernels.at(0),
-        {{"Q", &q.bytes}, {"Q_pe", &qpe.bytes}, {"KV", &kv.bytes}, {"K_pe", &kpe.bytes},
+        {{"Q", &q.bytes},
+         {"Q_pe", &qpe.bytes},
+         {"KV", &kv.bytes},
+         {"K_pe", &kpe.bytes},
          {"Output", &out}},
         {{"batch", batch}, {"seqlen_kv", S}}, 32, launch);
     CHECK(relError(readHalves(out), mlaReference(q, qpe, kv, kpe, batch, heads, dim, pe, S)) <

@@ -171,3 +171,33 @@ kernel k(%out: tensor<int32, align 4>) threads=1 grid=(none, none, none) dynamic
   CHECK(out[3] == 35);
   CHECK(out[4] == -7812); // e4m3's 2^-7 is a normal number: exact
 }
+
+TEST_CASE("a store into what a wgmma group in flight reads is an error; after its wait_group it "
+          "is not") {
+  // A 64 x 16 x 16 fp16 product from 128B-swizzled K-major operands at bytes 0 and 16384, left
+  // in flight (wait_group 1), then a store into B's tile.
+  const std::string text = R"(module t
+kernel k(%out: tensor<int32, align 4>) threads=128 grid=(none, none, none) dynamic_smem=32768 {
+  var v0: float32x8 = broadcast<float32x8>(0.0)
+  var v2: int64 = (cast<int64>(((smem_address(0:int32) >> 4:int32) & 16383:int32)) + 4611686293305360384)
+  var v3: int64 = (cast<int64>(((smem_address(16384:int32) >> 4:int32) & 16383:int32)) + 4611686293305360384)
+  var v1: float32x8 = wgmma.m64n16k16.float16.pending1(v0, [acc 0: v2, v3])
+  WAIT
+  smem[16384:int32] = 0:int32
+}
+)";
+  for (const char *wait : {"", "wgmma.wait 0 ()"}) {
+    CAPTURE(wait);
+    std::string s = text;
+    s.replace(s.find("WAIT"), 4, wait);
+    std::vector<int32_t> out;
+    auto error = runText(s, out);
+    if (*wait) {
+      CHECK_MESSAGE(!error, *error);
+    } else {
+      REQUIRE(error);
+      CHECK(error->find("k: a store to shared bytes [16384, 16388) while a wgmma group of "
+                        "warpgroup 0 in flight reads [16384, ") == 0);
+    }
+  }
+}
