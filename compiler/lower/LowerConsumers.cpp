@@ -35,7 +35,7 @@ thir::Wgmma::Turn KernelLowering::WarpSpecialized::overlapTurn(bool wait, bool p
 bool KernelLowering::WarpSpecialized::lowerConsumers(thir::Body &consumer) {
   kl_.barrierThreads_ = C_;
   if (!persistent_)
-    loadPrologue(consumer);
+    loadPrologue(i32(0), consumer);
   if (kl_.failed_)
     return false;
   // Ping-pong: the second warpgroup gives the first its first turn; after the last tile the
@@ -73,14 +73,14 @@ bool KernelLowering::WarpSpecialized::lowerConsumers(thir::Body &consumer) {
   return true;
 }
 
-void KernelLowering::WarpSpecialized::loadPrologue(thir::Body &consumer) {
+void KernelLowering::WarpSpecialized::loadPrologue(thir::Expr parity, thir::Body &consumer) {
   thir::Body load;
   for (const tile::Stmt *st : plan_.consumerPrologue)
     if (!kl_.failed_)
       kl_.lowerStmt(*st, load, {});
   if (prologueByTma_)
     consumer.push_back({thir::IfStmt{
-        tma_, {{thir::MbarrierWait{i32(plan_.prologueBarrier()), i32(0)}}}, std::move(load)}});
+        tma_, {{thir::MbarrierWait{i32(plan_.prologueBarrier()), parity}}}, std::move(load)}});
   else
     consumer.insert(consumer.end(), std::make_move_iterator(load.begin()),
                     std::make_move_iterator(load.end()));
@@ -212,6 +212,10 @@ void KernelLowering::WarpSpecialized::consumerTile(thir::Body &into) {
     scoreLoops(into);
   else
     mainLoop(into);
+  // The loop's gemms have completed: the producer may load the next tile's prologue.
+  if (prologueByTma_ && persistent_)
+    into.push_back({thir::IfStmt{
+        tma_, {{thir::MbarrierArrive{i32(plan_.prologueFreeBarrier()), nullptr}}}, {}}});
   kl_.finishDeferredSums(kl_.k_.body[next_], into);
   // Warpgroup 1 gets the finished row values warpgroup 0 alone computed.
   if (score_)

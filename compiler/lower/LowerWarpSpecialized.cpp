@@ -125,7 +125,7 @@ KernelLowering::WarpSpecialized::WarpSpecialized(KernelLowering &kl, const Pipel
       overlap_(plan.overlap ? &*plan.overlap : nullptr),
       persistent_(walksTiles(plan, kl.opts_.persistence)),
       groups_(persistent_ ? plan.tileGroups : 1), consumers_(groups_ * C_),
-      prologueByTma_(plan.producerLoadsPrologue() && !persistent_),
+      prologueByTma_(plan.producerLoadsPrologue() && (!persistent_ || plan.prologuePerTile)),
       rings_(overlap_ ? plan.rings() : 1), lateRing_(rings_ - 1),
       next_(loopIndex(kl.k_.body, kl.pipelines_, plan)),
       f_(std::get<tile::For>(kl.k_.body[next_].op)),
@@ -213,6 +213,8 @@ void KernelLowering::WarpSpecialized::initBarriers(thir::Body &out) {
     }
   if (prologueByTma_)
     init.then.push_back({thir::MbarrierInit{i32(plan_.prologueBarrier()), i32(1)}});
+  if (prologueByTma_ && persistent_)
+    init.then.push_back({thir::MbarrierInit{i32(plan_.prologueFreeBarrier()), i32(consumers_)}});
   if (score_) {
     init.then.push_back({thir::MbarrierInit{i32(score_->readyBarrier), i32(128)}});
     init.then.push_back({thir::MbarrierInit{i32(score_->freeBarrier), i32(128)}});
@@ -230,9 +232,8 @@ bool KernelLowering::WarpSpecialized::prelude(bool consumer, thir::Body &into) {
     if (std::find(plan_.consumerPrologue.begin(), plan_.consumerPrologue.end(), &body[i]) ==
         plan_.consumerPrologue.end())
       kl_.lowerStmt(body[i], into, {});
-  for (const tile::Stmt *st : plan_.consumerPrologue)
-    if (consumer && !kl_.failed_)
-      kl_.lowerStmt(*st, into, {});
+  if (consumer && tileOrdinal_)
+    loadPrologue(rem(tileOrdinal_, 2), into);
   begin_ = kl_.lowerExpr(f_.begins[0], {});
   thir::Expr extent = kl_.lowerExpr(f_.extents[0], {});
   if (!begin_ || !extent)
@@ -284,6 +285,9 @@ void KernelLowering::WarpSpecialized::forEachTile(bool consumer, thir::Expr grou
   std::set<int> savedDeclared = kl_.declaredHere_;
   thir::Expr tile = thir::var(loop.var, i32t_);
   kl_.bindPersistentTile(tile, gx_, gy_, loop.body);
+  tileOrdinal_ = thir::binary(thir::BinOp::Div, sub(tile, block), grid);
+  if (group)
+    tileOrdinal_ = thir::binary(thir::BinOp::Div, tileOrdinal_, i32(groups_));
   if (!prelude(consumer, loop.body))
     return;
   thir::Expr slots = G_ == 1 ? n_ : mul(quot(add(n_, i32(G_ - 1)), G_), G_);
@@ -299,6 +303,7 @@ void KernelLowering::WarpSpecialized::forEachTile(bool consumer, thir::Expr grou
   kl_.declaredHere_ = savedDeclared;
   kl_.persistentTile_.reset();
   base_ = nullptr;
+  tileOrdinal_ = nullptr;
   into.push_back({std::move(loop)});
 }
 
@@ -388,24 +393,38 @@ void KernelLowering::WarpSpecialized::producerLoop(bool useTma, thir::Body &into
   into.push_back({std::move(loop)});
 }
 
+bool KernelLowering::WarpSpecialized::producerPrologue(thir::Body &into) {
+  int64_t bytes = 0;
+  for (const tile::Stmt *st : plan_.consumerPrologue)
+    bytes += kl_.shared_.at(std::get<tile::Copy>(st->op).dst.buffer->id).layout.bytes();
+  thir::Expr bar = i32(plan_.prologueBarrier());
+  // The tile before's prologue is free once its consumers arrived (phase ordinal - 1; on the
+  // first tile, parity 1 of the fresh barrier passes at once).
+  if (tileOrdinal_)
+    into.push_back(
+        {thir::MbarrierWait{i32(plan_.prologueFreeBarrier()),
+                            thir::binary(thir::BinOp::BitXor, rem(tileOrdinal_, 2), i32(1))}});
+  into.push_back({thir::MbarrierArrive{bar, i32(bytes)}});
+  for (size_t ci = 0; ci < plan_.consumerPrologue.size(); ++ci) {
+    const tile::Stmt *st = plan_.consumerPrologue[ci];
+    auto starts = tileStarts(std::get<tile::Copy>(st->op));
+    if (!starts)
+      return false;
+    tmaBoxes(st, plan_.prologueTmaDims.at(ci), *starts, i32(0), bar, into);
+  }
+  return true;
+}
+
 bool KernelLowering::WarpSpecialized::lowerProducer(thir::Body &producer) {
   thir::IfStmt which{tma_, {}, {}};
   thir::IfStmt leader{eq(tid_, i32(consumers_)), {}, {}};
-  if (prologueByTma_) {
-    int64_t bytes = 0;
-    for (const tile::Stmt *st : plan_.consumerPrologue)
-      bytes += kl_.shared_.at(std::get<tile::Copy>(st->op).dst.buffer->id).layout.bytes();
-    thir::Expr bar = i32(plan_.prologueBarrier());
-    leader.then.push_back({thir::MbarrierArrive{bar, i32(bytes)}});
-    for (size_t ci = 0; ci < plan_.consumerPrologue.size(); ++ci) {
-      const tile::Stmt *st = plan_.consumerPrologue[ci];
-      auto starts = tileStarts(std::get<tile::Copy>(st->op));
-      if (!starts)
-        return false;
-      tmaBoxes(st, plan_.prologueTmaDims.at(ci), *starts, i32(0), bar, leader.then);
-    }
-  }
-  forEachTile(false, nullptr, leader.then, [&](thir::Body &into) { producerLoop(true, into); });
+  if (prologueByTma_ && !persistent_ && !producerPrologue(leader.then))
+    return false;
+  forEachTile(false, nullptr, leader.then, [&](thir::Body &into) {
+    if (prologueByTma_ && persistent_ && !producerPrologue(into))
+      return;
+    producerLoop(true, into);
+  });
   which.then.push_back({std::move(leader)});
   forEachTile(false, nullptr, which.otherwise,
               [&](thir::Body &into) { producerLoop(false, into); });

@@ -107,6 +107,13 @@ struct PipelinePlan {
   int64_t barrierOffset = 0;
   /// The prologue's mbarrier (producerLoadsPrologue), after the rings'.
   int64_t prologueBarrier() const { return barrierOffset + 16 * stages * rings(); }
+  /// plan-shared: the block walks tiles (walksTiles) with one consumer group, and its producer
+  /// loads each tile's prologue (producerLoadsPrologue) during the epilogue of the tile before,
+  /// once the consumers no longer read the prologue's buffers: they arrive on
+  /// prologueFreeBarrier after their loop. Those buffers then stay live throughout the kernel.
+  /// Not where they do not fit beside the rest, nor where a statement after the loop reads them.
+  bool prologuePerTile = false;
+  int64_t prologueFreeBarrier() const { return prologueBarrier() + 8; }
   /// Warp-specialized: consecutive iterations whose tiles share one slot of the rings (one
   /// mbarrier handshake for all of them), so that a slot holds enough work to hide its cost
   /// when an iteration's tiles are small. Each buffer has stages * itersPerSlot versions.

@@ -66,7 +66,11 @@ std::string describePipeline(const tile::Kernel &k, const KernelPlan &kp, const 
     out += p.producerLoadsPrologue() ? ", the producer first loads" : ", consumers first run";
     for (const tile::Stmt *c : p.consumerPrologue)
       out += " " + at(*c);
-    if (p.producerLoadsPrologue())
+    if (p.prologuePerTile)
+      out += fmt::format(" for each tile, during the epilogue of the one before (mbarriers at {} "
+                         "and {})",
+                         p.prologueBarrier(), p.prologueFreeBarrier());
+    else if (p.producerLoadsPrologue())
       out += fmt::format(" (mbarrier at {})", p.prologueBarrier());
   }
   return out;

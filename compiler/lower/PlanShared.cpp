@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 namespace tilec::lower {
 
@@ -40,7 +41,8 @@ bool contains(const tile::Stmt &st, const tile::For *loop) {
 /// pipelines fill are live from the start of the kernel. They are dead after their loop (an
 /// epilogue may stage its output there): a cp.async loop waits for all its copies after it,
 /// and the consumers of a warp-specialized one have waited for every slot's load. Except where
-/// the block walks tiles: its producer loads the next tile's slots during the epilogue.
+/// the block walks tiles: its producer loads the next tile's slots during the epilogue, and
+/// with prologuePerTile the next tile's prologue too.
 std::map<int, std::pair<size_t, size_t>> liveRanges(const tile::Kernel &k, const KernelPlan &kp,
                                                     Persistence persistence) {
   std::map<int, std::pair<size_t, size_t>> live;
@@ -63,11 +65,31 @@ std::map<int, std::pair<size_t, size_t>> liveRanges(const tile::Kernel &k, const
       auto &range = live[std::get<tile::Copy>(c->op).dst.buffer->id];
       range = {0, std::max(end, range.second)};
     }
+    if (p.prologuePerTile)
+      for (const tile::Stmt *c : p.consumerPrologue)
+        live[std::get<tile::Copy>(c->op).dst.buffer->id] = always;
   }
   for (const tile::BufferPtr &b : k.buffers)
     if (b->scope == tile::Scope::Shared)
       live.try_emplace(b->id, always);
   return live;
+}
+
+/// Whether a statement of `k`'s body after the one holding `loop` uses the buffers that `copies`
+/// fill.
+bool readAfter(const tile::Kernel &k, const tile::For *loop,
+               const std::vector<const tile::Stmt *> &copies) {
+  size_t i = 0;
+  while (i < k.body.size() && !contains(k.body[i], loop))
+    ++i;
+  for (size_t j = i + 1; j < k.body.size(); ++j) {
+    Refs r;
+    r.stmt(k.body[j]);
+    for (const tile::Stmt *c : copies)
+      if (r.buffers.count(std::get<tile::Copy>(c->op).dst.buffer->id))
+        return true;
+  }
+  return false;
 }
 
 void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &kp,
@@ -117,11 +139,24 @@ void planKernel(const tile::Kernel &k, const target::TargetInfo &t, KernelPlan &
     });
     for (PipelinePlan *p : rings) {
       p->barrierOffset = alignUp(offset, 8);
-      offset = p->prologueBarrier() + (p->producerLoadsPrologue() ? 8 : 0);
+      offset = p->prologueBarrier() + (p->producerLoadsPrologue() ? 8 : 0) +
+               (p->prologuePerTile ? 8 : 0);
     }
     return alignUp(offset, 16);
   };
+  for (auto &[loop, p] : kp.pipelines)
+    p.prologuePerTile = walksTiles(p, persistence) && p.producerLoadsPrologue() &&
+                        p.tileGroups <= 1 && !readAfter(k, loop, p.consumerPrologue);
   kp.scratchBase = place();
+  // Prologue buffers kept live throughout may not fit: then the consumers load each tile's
+  // prologue themselves, as where the producer does not, before any stage is given up.
+  if (kp.scratchBase > t.sharedPerBlockOptin) {
+    bool perTile = false;
+    for (auto &[loop, p] : kp.pipelines)
+      perTile = std::exchange(p.prologuePerTile, false) || perTile;
+    if (perTile)
+      kp.scratchBase = place();
+  }
   // Buffer versions for software pipelines must fit beside everything else: fewer stages
   // (down to 2), then no pipelining, for the loop with the most versioned bytes first (the
   // first in the source among equals).

@@ -61,12 +61,17 @@ private:
                 thir::Expr version, thir::Expr bar, thir::Body &into);
   /// The producer's loop over one tile's iterations, by TMA or element by element.
   void producerLoop(bool useTma, thir::Body &into);
+  /// The producer's TMA boxes of the consumer prologue on its mbarrier; per tile, first waiting
+  /// until the consumers no longer read the tile before's.
+  bool producerPrologue(thir::Body &into);
   bool lowerProducer(thir::Body &producer);
 
   // ---- Consumers (LowerConsumers.cpp) --------------------------------------------------------
   bool lowerConsumers(thir::Body &consumer);
-  /// Without tensor maps (tilec_tma 0) the consumers load the prologue themselves.
-  void loadPrologue(thir::Body &consumer);
+  /// The consumers wait for the prologue the producer loaded, the phase of `parity`; without
+  /// tensor maps (tilec_tma 0), or where the producer does not load it, they load it
+  /// themselves.
+  void loadPrologue(thir::Expr parity, thir::Body &consumer);
   /// One tile's main loop and the statements after it.
   void consumerTile(thir::Body &into);
   /// The main loop of both consumer warpgroups in step.
@@ -127,7 +132,8 @@ private:
   const int groups_, consumers_;
   /// The consumers' prologue copies (attention's Q) by the producer's TMA, first, on a barrier
   /// of their own: they load beside the first K/V tiles instead of through the consumers'
-  /// registers. A persistent block's consumers load them per tile as before.
+  /// registers. A persistent block's producer loads each tile's where the plan says so
+  /// (prologuePerTile), during the epilogue of the tile before; elsewhere its consumers do.
   const bool prologueByTma_;
   /// Ring r's barriers; one ring unless an overlap splits them. The overlap's tail reads the
   /// last ring.
@@ -153,6 +159,8 @@ private:
   const Type i32t_{DType::Int32};
   // Set while lowering: the loop's bounds, and a persistent block's grid and tiles.
   thir::Expr begin_, n_, base_, gx_, gy_, tiles_;
+  /// In forEachTile's work: how many tiles the block walked before this one (null elsewhere).
+  thir::Expr tileOrdinal_;
 };
 
 } // namespace tilec::lower::detail

@@ -126,3 +126,23 @@ TEST_CASE("dequant_gemm_w4a16 for sm_90a (int4 weights dequantized into shared m
     CHECK(relError(readHalves(c), want) < 2e-3);
   });
 }
+
+TEST_CASE("a persistent GEMM whose producer loads each tile's prologue during the epilogue of "
+          "the tile before (tests/lit/codegen/Inputs/shared-reuse.tile) matches float64") {
+  forEachLaunch([](const auto &launch) {
+    thir::Module m = compileSample("tests/lit/codegen/Inputs/shared-reuse.tile", "sm_90a");
+    std::mt19937 rng(23);
+    const int64_t M = 150, N = 130, K = 200;
+    Halves a = randomHalves(M * K, rng), b = randomHalves(K * N, rng),
+           x = randomHalves(M * 64, rng);
+    std::vector<uint8_t> c(M * N * 2, 0xFF);
+    run(m.kernels.at(0), {{"A", &a.bytes}, {"B", &b.bytes}, {"X", &x.bytes}, {"C", &c}},
+        {{"M", M}, {"N", N}, {"K", K}}, 32, launch);
+    std::vector<double> want(M * N);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j)
+        for (int64_t k = 0; k < K; ++k)
+          want[i * N + j] += double(a.values[i * K + k]) * b.values[k * N + j];
+    CHECK(relError(readHalves(c), want) < 2e-3);
+  });
+}
