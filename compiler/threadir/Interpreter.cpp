@@ -81,7 +81,12 @@ private:
                              firstByte + bytes, k_.params[param].name, t.size()));
     return t;
   }
-  uint8_t *shared(int64_t offset, int64_t bytes) { return b_.shared().at(offset, bytes); }
+  /// `bytes` of shared memory at `offset` that this warp reads.
+  uint8_t *shared(int64_t offset, int64_t bytes) {
+    uint8_t *p = b_.shared().at(offset, bytes);
+    b_.checkRead(index_, offset, bytes);
+    return p;
+  }
   const Vals &eval(const Expr &e, const Mask &m) {
     if (auto it = cache_.find(e.get()); it != cache_.end())
       return it->second;
@@ -426,7 +431,7 @@ private:
     b_.wgmmaMeet(index_, group, &n, w);
     perThread(m, out, [&](int t) { return g.acc[static_cast<size_t>(base + t)]; });
     if (w.turn.pass)
-      b_.barrierArrive(w.turn.barrier + 1 - parity, 256, count_);
+      b_.barrierArrive(index_, w.turn.barrier + 1 - parity, 256, count_);
   }
   template <class Op> void evalOp(const Op &, const Node &, const Mask &, Vals &) {
     throw Stop("an operation the interpreter does not run (an NVIDIA-only instruction)");
@@ -510,7 +515,7 @@ private:
   void execOp(const WarpgroupTurn &turn, const Mask &) {
     const int w = first_ / 128 % 2;
     if (turn.pass)
-      b_.barrierArrive(turn.barrier + 1 - w, 256, count_);
+      b_.barrierArrive(index_, turn.barrier + 1 - w, 256, count_);
     else
       b_.barrierSync(index_, turn.barrier + w, 256, count_);
   }
@@ -589,7 +594,7 @@ private:
     const Vals *tx = a.txBytes ? &eval(a.txBytes, m) : nullptr;
     for (size_t t = 0; t < m.size(); ++t)
       if (m[t])
-        b_.mbarrierArrive(scalarInt(off[t]), tx ? scalarInt((*tx)[t]) : 0);
+        b_.mbarrierArrive(index_, scalarInt(off[t]), tx ? scalarInt((*tx)[t]) : 0);
   }
   void execOp(const MbarrierWait &w, const Mask &m) {
     const Vals &off = eval(w.byteOffset, m);
@@ -617,6 +622,7 @@ private:
         at.push_back(scalarInt((*c)[t]));
       b_.checkWrite(scalarInt(off[t]), map.boxBytes(), "a TMA load");
       const int64_t bytes = copyTmaBox(map, at, b_.shared(), scalarInt(off[t]));
+      b_.tmaWritten(scalarInt(off[t]), bytes, scalarInt(bar[t]));
       b_.mbarrierCompleteTx(scalarInt(bar[t]), bytes);
     }
   }
@@ -654,7 +660,7 @@ void run(const Kernel &k, const InterpreterLaunch &l) {
   const int maxVar = maxVarOf(k.body);
   const int warps = (k.threads + l.warpSize - 1) / l.warpSize;
   Block block;
-  block.reset(k.dynamicSharedBytes, k.threads, (k.threads + 127) / 128);
+  block.reset(k.dynamicSharedBytes, k.threads, warps, (k.threads + 127) / 128);
   std::vector<Warp> ws;
   ws.reserve(static_cast<size_t>(warps));
   for (int w = 0; w < warps; ++w)
@@ -689,7 +695,7 @@ void run(const Kernel &k, const InterpreterLaunch &l) {
     for (int64_t y = 0; y < block.grid[1]; ++y)
       for (int64_t x = 0; x < block.grid[0]; ++x) {
         block.index = {x, y, z};
-        block.reset(k.dynamicSharedBytes, k.threads, (k.threads + 127) / 128);
+        block.reset(k.dynamicSharedBytes, k.threads, warps, (k.threads + 127) / 128);
         block.scheduler.run(warps, [&](int w) {
           ws[static_cast<size_t>(w)].run();
           block.warpReturned(ws[static_cast<size_t>(w)].threads());

@@ -7,9 +7,11 @@
 // lowering's numerics on the CPU: AMD targets (no GPU runs that code here), sm_80 code, and
 // sm_90a's warp-specialized pipelines (TMA boxes through their swizzles, mbarrier phases and
 // transaction bytes, wgmma groups with shared-memory descriptors or A in registers). Asynchronous
-// copies and wgmma groups complete as they are issued. Memory accesses are bounds-checked: a
-// load or store outside its tensor or the shared memory is an error, and so is a store over an
-// mbarrier.
+// copies and wgmma groups complete as they are issued, so two checks stand in for the hazards
+// that would hide: a write to shared bytes that a wgmma group in flight reads (before the
+// wait_group covering it), and a read of bytes a TMA load wrote by a warp that does not know the
+// load complete (InterpreterOrder.h). Memory accesses are bounds-checked: a load or store
+// outside its tensor or the shared memory is an error, and so is a store over an mbarrier.
 #pragma once
 
 #include "threadir/ThreadIR.h"

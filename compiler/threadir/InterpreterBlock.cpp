@@ -4,8 +4,9 @@
 
 namespace tilec::thir::interp {
 
-void Block::reset(int64_t sharedBytes, int threads, int warpgroups) {
+void Block::reset(int64_t sharedBytes, int threads, int warps, int warpgroups) {
   smem_.assign(static_cast<size_t>(sharedBytes), 0xCD);
+  order_.reset(warps);
   liveThreads_ = threads;
   barriers_.clear();
   mbarriers_.clear();
@@ -35,6 +36,7 @@ void Block::wgmmaRetire(int group, int pending) {
 uint8_t *Block::store(int64_t offset, int64_t n) {
   uint8_t *p = shared().at(offset, n);
   checkWrite(offset, n, "a store");
+  order_.forget(offset, offset + n);
   if (!mbarriers_.empty()) {
     auto it = mbarriers_.lower_bound(offset - 7);
     if (it != mbarriers_.end() && it->first < offset + n)
@@ -44,6 +46,15 @@ uint8_t *Block::store(int64_t offset, int64_t n) {
   return p;
 }
 
+void Block::checkRead(int warp, int64_t offset, int64_t n) const {
+  if (std::string error = order_.checkRead(warp, offset, offset + n); !error.empty())
+    throw Stop(error);
+}
+
+void Block::tmaWritten(int64_t offset, int64_t n, int64_t barrier) {
+  order_.tmaWrite(offset, offset + n, barrier, mbarrier(barrier, "a TMA load's completion").phase);
+}
+
 void Block::completeIfDue(NamedBarrier &b) {
   const int expected = b.threads ? b.threads : liveThreads_;
   if (b.arrived > 0 && b.arrived >= expected) {
@@ -51,22 +62,25 @@ void Block::completeIfDue(NamedBarrier &b) {
       throw Stop(fmt::format("{} threads arrived at a barrier of {}", b.arrived, expected));
     b.arrived = 0;
     ++b.generation;
+    order_.barrierPassed(b.warps);
+    b.warps.clear();
   }
 }
 
-void Block::barrierArrive(int id, int threads, int count) {
+void Block::barrierArrive(int warp, int id, int threads, int count) {
   NamedBarrier &b = barriers_[id];
   if (b.arrived > 0 && b.threads != threads)
     throw Stop(fmt::format("barrier {} used with {} threads while it waits for {}", id, threads,
                            b.threads));
   b.threads = threads;
   b.arrived += count;
+  b.warps.push_back(warp);
   completeIfDue(b);
 }
 
 void Block::barrierSync(int warp, int id, int threads, int count) {
   const uint64_t generation = barriers_[id].generation;
-  barrierArrive(id, threads, count);
+  barrierArrive(warp, id, threads, count);
   const NamedBarrier &b = barriers_[id];
   scheduler.waitUntil(
       warp, [&] { return b.generation != generation; },
@@ -100,27 +114,29 @@ Block::Mbarrier &Block::mbarrier(int64_t offset, const char *what) {
   return it->second;
 }
 
-void Block::completeIfDue(Mbarrier &b) {
+void Block::completeIfDue(int64_t offset, Mbarrier &b) {
   if (b.pending == 0 && b.tx == 0) {
     ++b.phase;
     b.pending = b.count;
+    order_.phaseCompleted(offset, b.phase);
   }
 }
 
-void Block::mbarrierArrive(int64_t offset, int64_t txBytes) {
+void Block::mbarrierArrive(int warp, int64_t offset, int64_t txBytes) {
   Mbarrier &b = mbarrier(offset, "an arrival");
+  order_.arrive(warp, offset);
   b.tx += txBytes;
   if (b.pending == 0)
     throw Stop(fmt::format("an arrival on the mbarrier at byte {} beyond its {} a phase", offset,
                            b.count));
   --b.pending;
-  completeIfDue(b);
+  completeIfDue(offset, b);
 }
 
 void Block::mbarrierCompleteTx(int64_t offset, int64_t bytes) {
   Mbarrier &b = mbarrier(offset, "an asynchronous copy's completion");
   b.tx -= bytes;
-  completeIfDue(b);
+  completeIfDue(offset, b);
 }
 
 void Block::mbarrierWait(int warp, const std::vector<std::pair<int64_t, int64_t>> &waits) {
@@ -147,6 +163,8 @@ void Block::mbarrierWait(int warp, const std::vector<std::pair<int64_t, int64_t>
           }
         return std::string("nothing");
       });
+  for (const auto &[offset, parity] : waits)
+    order_.waited(warp, offset, mbarriers_.at(offset).phase);
 }
 
 void Block::wgmmaMeet(int warp, int group, const Node *node, const Wgmma &w) {
@@ -170,6 +188,10 @@ void Block::wgmmaMeet(int warp, int group, const Node *node, const Wgmma &w) {
           m.group.bDesc[t] != m.group.bDesc[i * 128])
         throw Stop(fmt::format("warpgroup {}'s threads disagree on a wgmma descriptor", group));
   m.inFlight.push_back(runWgmmaGroup(w, shared(), m.group));
+  // Every warp of the warpgroup must know its operands loaded.
+  for (const ByteRange &r : m.inFlight.back())
+    for (int v = 4 * group; v < 4 * group + 4; ++v)
+      checkRead(v, r.begin, r.end - r.begin);
   wgmmaRetire(group, w.pending);
   m.arrived = 0;
   m.node = nullptr;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "threadir/InterpreterHopper.h"
+#include "threadir/InterpreterOrder.h"
 #include "threadir/InterpreterSchedule.h"
 
 #include <array>
@@ -24,24 +25,31 @@ public:
   std::array<int64_t, 3> index{0, 0, 0}, grid{1, 1, 1};
   WarpScheduler scheduler;
 
-  /// A fresh block: shared memory poisoned, no barrier or mbarrier state.
-  void reset(int64_t sharedBytes, int threads, int warpgroups);
+  /// A fresh block of `warps` warps: shared memory poisoned, no barrier or mbarrier state.
+  void reset(int64_t sharedBytes, int threads, int warps, int warpgroups);
   SharedView shared() {
     return {smem_.data(), static_cast<int64_t>(smem_.size()), kSharedWindowBase};
   }
   /// A store of `n` bytes at `offset`: checked against the mbarriers it would overwrite.
   uint8_t *store(int64_t offset, int64_t n);
+  /// A read by warp `warp` of `n` bytes at `offset`: checked against TMA loads it does not know
+  /// complete (InterpreterOrder.h).
+  void checkRead(int warp, int64_t offset, int64_t n) const;
+  /// A TMA load wrote [offset, offset + n), completing on the mbarrier at `barrier`.
+  void tmaWritten(int64_t offset, int64_t n, int64_t barrier);
 
-  /// bar.arrive of `count` threads (a warp) at barrier `id` of `threads` (0: the whole block).
-  void barrierArrive(int id, int threads, int count);
+  /// bar.arrive of warp `warp`, `count` threads, at barrier `id` of `threads` (0: the whole
+  /// block).
+  void barrierArrive(int warp, int id, int threads, int count);
   /// bar.sync: arrives, then waits (as warp `warp`) until the barrier completes.
   void barrierSync(int warp, int id, int threads, int count);
   /// A warp of `count` threads returned: whole-block barriers no longer wait for it.
   void warpReturned(int count);
 
   void mbarrierInit(int64_t offset, int64_t count);
-  /// One thread's arrival, after expecting `txBytes` more bytes of transactions.
-  void mbarrierArrive(int64_t offset, int64_t txBytes);
+  /// One thread's arrival (of warp `warp`), after expecting `txBytes` more bytes of
+  /// transactions.
+  void mbarrierArrive(int warp, int64_t offset, int64_t txBytes);
   /// An asynchronous copy completed `bytes` of transactions.
   void mbarrierCompleteTx(int64_t offset, int64_t bytes);
   /// Waits (as warp `warp`) until, for every (offset, parity), the phase of that parity has
@@ -64,6 +72,7 @@ private:
   struct NamedBarrier {
     int threads = 0, arrived = 0;
     uint64_t generation = 0;
+    std::vector<int> warps; // arrived in this generation
   };
   struct Mbarrier {
     int64_t count = 0, pending = 0, tx = 0, phase = 0;
@@ -78,13 +87,14 @@ private:
   };
   void completeIfDue(NamedBarrier &b);
   Mbarrier &mbarrier(int64_t offset, const char *what);
-  void completeIfDue(Mbarrier &b);
+  void completeIfDue(int64_t offset, Mbarrier &b);
 
   std::vector<uint8_t> smem_;
   int liveThreads_ = 0;
   std::map<int, NamedBarrier> barriers_;
   std::map<int64_t, Mbarrier> mbarriers_;
   std::vector<WgmmaMeeting> wgmma_;
+  AsyncWriteOrder order_;
 };
 
 } // namespace tilec::thir::interp

@@ -201,3 +201,57 @@ kernel k(%out: tensor<int32, align 4>) threads=128 grid=(none, none, none) dynam
     }
   }
 }
+
+TEST_CASE("a read of what a TMA load wrote needs a wait on its mbarrier (or word of one through a "
+          "barrier from a warp that waited)") {
+  // Warp 1 loads 32 int32 by TMA; warp 0 reads them after WAIT.
+  const std::string text = R"(module t
+kernel k(%out: tensor<int32, align 4>, %x: tensor<int32, align 16>, %m: tensor_map<%x, dims (32, 1), strides (128), box (32, 1), swizzle 0>) threads=64 grid=(none, none, none) dynamic_smem=264 {
+  if (threadIdx.x == 0:int32) {
+    mbarrier.init smem[256:int32], 1:int32
+  }
+  barrier
+  if (threadIdx.x == 32:int32) {
+    mbarrier.arrive.expect_tx smem[256:int32], 128:int32
+    tma.load smem[0:int32] <- %m[0:int32, 0:int32], mbarrier smem[256:int32]
+  }
+  WAIT
+  if (threadIdx.x < 32:int32) {
+    store %out[cast<int64>(threadIdx.x)] = smem<int32>[(threadIdx.x * 4:int32)], align 4
+  }
+}
+)";
+  auto runWith = [&](const char *wait) {
+    std::string s = text;
+    s.replace(s.find("WAIT"), 4, wait);
+    SourceManager sm;
+    DiagnosticEngine diags(sm);
+    auto m = thir::parseThreadIR(sm, sm.addBuffer("t.thir", s), diags);
+    REQUIRE_MESSAGE(m, diags.renderAll());
+    std::vector<uint8_t> out(128, 0xFF), x(128);
+    for (int i = 0; i < 32; ++i)
+      std::memcpy(&x[i * 4], &i, 4);
+    thir::InterpreterLaunch l;
+    l.tensors = {&out, &x, nullptr};
+    l.scalars = {0.0, 0.0, 0.0};
+    auto error = thir::interpret(m->kernels.at(0), l);
+    if (!error)
+      CHECK(std::memcmp(out.data(), x.data(), 128) == 0);
+    return error;
+  };
+  auto waited = runWith("mbarrier.wait smem[256:int32], 0:int32");
+  CHECK_MESSAGE(!waited, *waited);
+  // Warp 1 waits, then both pass a barrier: warp 0 knows through warp 1.
+  auto told = runWith("if (threadIdx.x == 32:int32) {\n    mbarrier.wait smem[256:int32], 0:int32\n"
+                      "  }\n  barrier");
+  CHECK_MESSAGE(!told, *told);
+  const std::string early = "k: warp 0 reads shared bytes [0, 4) before it knows the TMA load "
+                            "writing [0, 128) complete (phase 0 of the mbarrier at byte 256)";
+  auto none = runWith("");
+  REQUIRE(none);
+  CHECK(*none == early);
+  // A barrier alone does not order the asynchronous load: nobody waited for it.
+  auto barrierOnly = runWith("barrier");
+  REQUIRE(barrierOnly);
+  CHECK(*barrierOnly == early);
+}
