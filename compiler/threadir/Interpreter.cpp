@@ -11,6 +11,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <functional>
 #include <stdexcept>
 #include <unordered_map>
@@ -53,7 +54,7 @@ public:
         vars_(static_cast<size_t>(count_), std::vector<Val>(static_cast<size_t>(maxVar) + 1)) {}
 
   void run() {
-    cache_.clear();
+    clearCache();
     exec(k_.body, Mask(static_cast<size_t>(count_), 1));
   }
   int threads() const { return count_; }
@@ -63,7 +64,7 @@ public:
     Mask one(static_cast<size_t>(count_), 0);
     one[0] = 1;
     Val v = eval(e, one)[0];
-    cache_.clear();
+    clearCache();
     return floating(v.type.elem) ? static_cast<int64_t>(toDouble(v.bits[0], v.type.elem))
                                  : toInt(v.bits[0], v.type.elem);
   }
@@ -87,14 +88,24 @@ private:
     b_.checkRead(index_, offset, bytes);
     return p;
   }
+  /// The values of `e` in the active threads of `m` (the others' are stale), computed once
+  /// per statement.
   const Vals &eval(const Expr &e, const Mask &m) {
     if (auto it = cache_.find(e.get()); it != cache_.end())
-      return it->second;
+      return *it->second;
     if (e->type.lanes > 256)
       throw Stop(fmt::format("a vector of {} lanes", e->type.lanes));
-    Vals out(m.size());
+    if (used_ == pool_.size())
+      pool_.emplace_back(m.size());
+    Vals &out = pool_[used_++];
     std::visit([&](const auto &op) { evalOp(op, *e, m, out); }, e->op);
-    return cache_.emplace(e.get(), std::move(out)).first->second;
+    cache_.emplace(e.get(), &out);
+    return out;
+  }
+  /// A new statement: no value is computed yet (the pool's vectors are reused).
+  void clearCache() {
+    cache_.clear();
+    used_ = 0;
   }
 
   template <class F> void perThread(const Mask &m, Vals &out, F f) {
@@ -441,12 +452,12 @@ private:
     if (std::find(m.begin(), m.end(), 1) == m.end())
       return;
     for (const Stmt &s : body) {
-      cache_.clear();
+      clearCache();
       if (l_.interleaveStatements)
         b_.scheduler.yield(index_);
       std::visit([&](const auto &op) { execOp(op, m); }, s.op);
     }
-    cache_.clear();
+    clearCache();
   }
   void execOp(const DeclVar &d, const Mask &m) { assign(d.id, d.init, m); }
   void execOp(const AssignVar &a, const Mask &m) { assign(a.id, a.value, m); }
@@ -485,7 +496,7 @@ private:
   }
   void execOp(const ForStmt &f, const Mask &m) {
     Vals begin = eval(f.begin, m), end = eval(f.end, m), step = eval(f.step, m);
-    cache_.clear();
+    clearCache();
     Mask live = m;
     for (size_t t = 0; t < m.size(); ++t)
       if (m[t])
@@ -636,7 +647,9 @@ private:
   Block &b_;
   int index_, first_, count_;
   std::vector<std::vector<Val>> vars_;
-  std::unordered_map<const Node *, Vals> cache_;
+  std::unordered_map<const Node *, Vals *> cache_;
+  std::deque<Vals> pool_; // stable addresses: values computed earlier stay where they are
+  size_t used_ = 0;
 };
 
 /// The blocks a launch runs: the grid, or for a persistent kernel as many as fit on the
