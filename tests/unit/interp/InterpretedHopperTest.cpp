@@ -12,11 +12,16 @@ using namespace tilec::testing;
 
 namespace {
 
-/// The four launches each Hopper program runs under.
+/// The launches a Hopper program runs under: with TMA and without, each under both
+/// interleavings (`thorough`), or only TMA with the warps running until they wait and the plain
+/// loads with turns after every statement.
 void forEachLaunch(
-    const std::function<void(const std::function<void(thir::InterpreterLaunch &)> &)> &f) {
+    const std::function<void(const std::function<void(thir::InterpreterLaunch &)> &)> &f,
+    bool thorough = true) {
   for (bool tma : {true, false})
     for (bool interleave : {false, true}) {
+      if (!thorough && tma == interleave)
+        continue;
       CAPTURE(tma);
       CAPTURE(interleave);
       f([=](thir::InterpreterLaunch &l) {
@@ -99,32 +104,103 @@ TEST_CASE("mla_decode for sm_90a as written matches float64") {
   });
 }
 
-TEST_CASE("dequant_gemm_w4a16 for sm_90a (int4 weights dequantized into shared memory, then "
-          "wgmma) matches a dequantize-then-matmul reference") {
-  forEachLaunch([](const auto &launch) {
-    thir::Module m = compileSample("dequant_gemm_w4a16.tile", "sm_90a");
-    std::mt19937 rng(22);
-    const int64_t M = 20, N = 100, K = 384, group = 128;
-    Halves a = randomHalves(M * K, rng), scales = randomHalves(K / group * N, rng);
-    std::vector<uint8_t> b(N * K / 2);
-    for (uint8_t &x : b)
-      x = static_cast<uint8_t>(rng());
-    std::vector<uint8_t> c(M * N * 2, 0xFF);
-    run(m.kernels.at(0), {{"A", &a.bytes}, {"B", &b}, {"Scales", &scales.bytes}, {"C", &c}},
-        {{"M", M}, {"N", N}, {"K", K}}, 32, launch);
-    std::vector<double> want(M * N);
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t n = 0; n < N; ++n) {
-        double s = 0;
-        for (int64_t k = 0; k < K; ++k) {
-          int q = (b[n * K / 2 + k / 2] >> (4 * (k % 2))) & 15;
-          double w = (q >= 8 ? q - 16 : q) * double(scales.values[k / group * N + n]);
-          s += double(a.values[i * K + k]) * w;
-        }
-        want[i * N + n] = s;
+namespace {
+
+/// How a W4A16 kernel takes its int4 weights: two a byte (N x K/2), in 32-bit words as Marlin
+/// packs them (N x K/8; tests/gpu/kernels/w4a16_words.tile), or those words cut into tiles of 64
+/// rows x 64 words (w4a16_words_tiled.tile).
+enum class Weights { Bytes, Words, Tiles };
+
+/// `file` with `defines` and `options` at M = 13, N = 333, K = 384 (the GPU test's ragged shape)
+/// against dequantize-then-matmul in float64.
+void checkW4A16(const char *file, std::map<std::string, std::string> defines,
+                const Options &options, Weights weights, const Launch &launch) {
+  thir::Module m = compileSample(file, "sm_90a", defines, options);
+  std::mt19937 rng(22);
+  const int64_t M = 13, N = 333, K = 384, group = 128;
+  Halves a = randomHalves(M * K, rng), scales = randomHalves(K / group * N, rng);
+  std::vector<uint8_t> bytes(N * K / 2);
+  for (uint8_t &x : bytes)
+    x = static_cast<uint8_t>(rng());
+  auto nibble = [&](int64_t n, int64_t k) {
+    return (bytes[n * K / 2 + k / 2] >> (4 * (k % 2))) & 15;
+  };
+  std::vector<uint8_t> b = bytes;
+  if (weights != Weights::Bytes) {
+    std::fill(b.begin(), b.end(), 0);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t word = k / 64 * 8 + k % 8 / 2 * 2 + k % 64 / 32;
+        const int64_t pos = k % 32 / 16 * 2 + k % 16 / 8 + k % 2 * 4;
+        b[(n * (K / 8) + word) * 4 + pos / 2] |=
+            static_cast<uint8_t>(nibble(n, k) << (4 * (pos % 2)));
       }
-    CHECK(relError(readHalves(c), want) < 2e-3);
-  });
+  }
+  if (weights == Weights::Tiles) {
+    const int64_t W = K / 8, rows = 64, tileWords = 64, colTiles = (W + tileWords - 1) / tileWords;
+    std::vector<uint8_t> tiles(((N + rows - 1) / rows) * colTiles * rows * tileWords * 4, 0);
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t w = 0; w < W; ++w) {
+        const int64_t at =
+            ((n / rows * colTiles + w / tileWords) * rows + n % rows) * tileWords + w % tileWords;
+        std::memcpy(&tiles[at * 4], &b[(n * W + w) * 4], 4);
+      }
+    b = std::move(tiles);
+  }
+  std::vector<uint8_t> c(M * N * 2, 0xFF);
+  run(m.kernels.at(0), {{"A", &a.bytes}, {"B", &b}, {"Scales", &scales.bytes}, {"C", &c}},
+      {{"M", M}, {"N", N}, {"K", K}}, 32, launch);
+  std::vector<double> want(M * N);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) {
+        const int q = nibble(n, k);
+        want[i * N + n] += double(a.values[i * K + k]) * (q >= 8 ? q - 16 : q) *
+                           double(scales.values[k / group * N + n]);
+      }
+  CHECK(relError(readHalves(c), want) < 2e-3);
+}
+
+} // namespace
+
+TEST_CASE("W4A16 for sm_90a, every kernel of the GPU tests (int4 weights dequantized into shared "
+          "memory or into wgmma's A registers; the words kernels' schedules) matches a "
+          "dequantize-then-matmul reference") {
+  const Options none, chains = [](driver::DriverOptions &o) { o.splitWgmmaChains = true; },
+                      defer = [](driver::DriverOptions &o) { o.deferWgmmaWaits = true; };
+  struct Case {
+    const char *name, *file;
+    std::map<std::string, std::string> defines;
+    Options options;
+    Weights weights;
+  };
+  const Case cases[] = {
+      {"sample", "dequant_gemm_w4a16.tile", {}, none, Weights::Bytes},
+      {"areg", "dequant_gemm_w4a16_large.tile", {}, none, Weights::Bytes},
+      {"areg decode",
+       "dequant_gemm_w4a16_large.tile",
+       {{"block_M", "16"}, {"block_N", "64"}, {"threads", "128"}, {"block_K", "128"}},
+       none,
+       Weights::Bytes},
+      {"breg", "tests/gpu/kernels/w4a16_breg.tile", {}, none, Weights::Bytes},
+      {"words", "tests/gpu/kernels/w4a16_words.tile", {}, none, Weights::Words},
+      {"words chains", "tests/gpu/kernels/w4a16_words.tile", {}, chains, Weights::Words},
+      {"postscale defer",
+       "tests/gpu/kernels/w4a16_words_postscale.tile",
+       {},
+       defer,
+       Weights::Words},
+      {"offset defer", "tests/gpu/kernels/w4a16_words_offset.tile", {}, defer, Weights::Words},
+      {"split defer", "tests/gpu/kernels/w4a16_words_split.tile", {}, defer, Weights::Words},
+      {"ksplit", "tests/gpu/kernels/w4a16_words_ksplit.tile", {}, none, Weights::Words},
+      {"tiled", "tests/gpu/kernels/w4a16_words_tiled.tile", {}, none, Weights::Tiles},
+  };
+  for (const Case &c : cases) {
+    CAPTURE(c.name);
+    forEachLaunch(
+        [&](const auto &launch) { checkW4A16(c.file, c.defines, c.options, c.weights, launch); },
+        /*thorough=*/&c == &cases[0]);
+  }
 }
 
 TEST_CASE("a persistent GEMM whose producer loads each tile's prologue during the epilogue of "
