@@ -6,6 +6,7 @@
 // and without (the producer's plain loads), and with the warps running until they wait and
 // taking turns after every statement: the protocols must hold under both interleavings.
 #include "Interpreted.h"
+#include "threadir/InterpreterValue.h"
 
 using namespace tilec;
 using namespace tilec::testing;
@@ -221,4 +222,48 @@ TEST_CASE("a persistent GEMM whose producer loads each tile's prologue during th
           want[i * N + j] += double(a.values[i * K + k]) * b.values[k * N + j];
     CHECK(relError(readHalves(c), want) < 2e-3);
   });
+}
+
+TEST_CASE("float8 GEMMs for sm_90a (tests/gpu/kernels/gemm_fp8.tile: e4m3, e5m2 and mixed "
+          "operands, 32-, 64- and 128-byte swizzled rows) match float64") {
+  thir::Module m = compileSample("tests/gpu/kernels/gemm_fp8.tile", "sm_90a");
+  std::mt19937 rng(24);
+  // Codes of values in [-2, 2]: no NaN, no infinity, no float16 overflow in the scaled kernel.
+  auto randomFp8 = [&](int64_t n, DType t) {
+    std::vector<uint8_t> codes(static_cast<size_t>(n));
+    for (uint8_t &c : codes)
+      do
+        c = static_cast<uint8_t>(rng());
+      while (!(std::fabs(thir::interp::toDouble(c, t)) <= 2.0));
+    return codes;
+  };
+  const int64_t M = 200, N = 130, K = 96;
+  for (const thir::Kernel &k : m.kernels) {
+    CAPTURE(k.name);
+    const DType at = k.params[0].dtype, bt = k.params[1].dtype;
+    const bool half = k.params[2].dtype == DType::Float16;
+    forEachLaunch(
+        [&](const auto &launch) {
+          std::vector<uint8_t> a = randomFp8(M * K, at), b = randomFp8(N * K, bt);
+          std::vector<uint8_t> c(M * N * (half ? 2 : 4), 0xFF);
+          run(k, {{"A", &a}, {"B", &b}, {"C", &c}},
+              {{"M", M}, {"N", N}, {"K", K}, {"scale", 0.25}}, 32, launch);
+          std::vector<double> want(M * N);
+          for (int64_t i = 0; i < M; ++i)
+            for (int64_t j = 0; j < N; ++j) {
+              for (int64_t kk = 0; kk < K; ++kk)
+                want[i * N + j] += thir::interp::toDouble(a[i * K + kk], at) *
+                                   thir::interp::toDouble(b[j * K + kk], bt);
+              if (half)
+                want[i * N + j] *= 0.25;
+            }
+          std::vector<float> got(M * N);
+          if (half)
+            got = readHalves(c);
+          else
+            std::memcpy(got.data(), c.data(), c.size());
+          CHECK(relError(got, want) < (half ? 2e-3 : 1e-5));
+        },
+        /*thorough=*/false);
+  }
 }
