@@ -246,8 +246,8 @@ TEST_CASE("float8 GEMMs for sm_90a (tests/gpu/kernels/gemm_fp8.tile: e4m3, e5m2 
         [&](const auto &launch) {
           std::vector<uint8_t> a = randomFp8(M * K, at), b = randomFp8(N * K, bt);
           std::vector<uint8_t> c(M * N * (half ? 2 : 4), 0xFF);
-          run(k, {{"A", &a}, {"B", &b}, {"C", &c}},
-              {{"M", M}, {"N", N}, {"K", K}, {"scale", 0.25}}, 32, launch);
+          run(k, {{"A", &a}, {"B", &b}, {"C", &c}}, {{"M", M}, {"N", N}, {"K", K}, {"scale", 0.25}},
+              32, launch);
           std::vector<double> want(M * N);
           for (int64_t i = 0; i < M; ++i)
             for (int64_t j = 0; j < N; ++j) {
@@ -265,5 +265,38 @@ TEST_CASE("float8 GEMMs for sm_90a (tests/gpu/kernels/gemm_fp8.tile: e4m3, e5m2 
           CHECK(relError(got, want) < (half ? 2e-3 : 1e-5));
         },
         /*thorough=*/false);
+  }
+}
+
+TEST_CASE("the GEMM operand layouts of the GPU tests (tests/gpu/kernels/gemm_variants.tile: A and "
+          "B stored transposed or not, 128-, 64- and 32-byte swizzled rows, warpgroups split "
+          "along M or N, B in registers) match float64 for sm_90a and sm_80") {
+  for (const char *arch : {"sm_90a", "sm_80"}) {
+    CAPTURE(arch);
+    thir::Module m = compileSample("tests/gpu/kernels/gemm_variants.tile", arch);
+    std::mt19937 rng(25);
+    const int64_t M = 150, N = 130, K = 200;
+    for (const thir::Kernel &k : m.kernels) {
+      CAPTURE(k.name);
+      // nt: A M x K, B N x K; nn: B K x N; tn: A K x M.
+      const bool aT = k.name.rfind("tn", 0) == 0, bKN = k.name.rfind("nn", 0) == 0;
+      forEachLaunch(
+          [&](const auto &launch) {
+            Halves a = randomHalves(M * K, rng), b = randomHalves(K * N, rng);
+            std::vector<uint8_t> c(M * N * 4, 0xFF);
+            run(k, {{"A", &a.bytes}, {"B", &b.bytes}, {"C", &c}}, {{"M", M}, {"N", N}, {"K", K}},
+                32, launch);
+            std::vector<double> want(M * N);
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j)
+                for (int64_t kk = 0; kk < K; ++kk)
+                  want[i * N + j] += double(a.values[aT ? kk * M + i : i * K + kk]) *
+                                     b.values[bKN ? kk * N + j : j * K + kk];
+            std::vector<float> got(M * N);
+            std::memcpy(got.data(), c.data(), c.size());
+            CHECK(relError(got, want) < 1e-5);
+          },
+          /*thorough=*/false);
+    }
   }
 }
