@@ -482,8 +482,8 @@ private:
     const Vals &v = eval(s.value, m);
     for (size_t t = 0; t < m.size(); ++t)
       if (m[t])
-        writeLanes(v[t],
-                   b_.store(scalarInt(off[t]), widthBits(v[t].type.elem) / 8 * v[t].type.lanes));
+        writeLanes(v[t], b_.store(index_, scalarInt(off[t]),
+                                  widthBits(v[t].type.elem) / 8 * v[t].type.lanes));
   }
   void execOp(const IfStmt &i, const Mask &m) {
     const Vals &c = eval(i.cond, m);
@@ -533,7 +533,7 @@ private:
   // Each warp runs alone until it waits, so fences order nothing the interpreter could reorder;
   // asynchronous copies complete as they are issued (cp.async, TMA), so their waits pass.
   void execOp(const FenceCta &, const Mask &) {}
-  void execOp(const FenceProxyAsync &, const Mask &) {}
+  void execOp(const FenceProxyAsync &, const Mask &) { b_.proxyFence(index_); }
   void execOp(const FenceMbarrierInit &, const Mask &) {}
   void execOp(const SetMaxNReg &, const Mask &) {}
   void execOp(const CpAsyncCommit &, const Mask &) {}
@@ -550,7 +550,7 @@ private:
       const int64_t n = src ? scalarInt((*src)[t]) : 16;
       if (n < 0 || n > 16)
         throw Stop(fmt::format("cp.async of {} source bytes", n));
-      uint8_t *to = b_.store(scalarInt(off[t]), 16);
+      uint8_t *to = b_.store(index_, scalarInt(off[t]), 16);
       std::memset(to, 0, 16);
       if (n > 0) {
         const int64_t first = scalarInt(idx[t]) * eb;
@@ -587,7 +587,7 @@ private:
         continue;
       const DType e = v[t].type.elem;
       Val old(v[t].type);
-      uint8_t *p = b_.store(scalarInt(off[t]), widthBits(e) / 8);
+      uint8_t *p = b_.store(index_, scalarInt(off[t]), widthBits(e) / 8);
       readLanes(old, p);
       old.bits[0] = combine(a.op, old.bits[0], v[t].bits[0], e);
       writeLanes(old, p);

@@ -10,7 +10,9 @@
 // copies and wgmma groups complete as they are issued, so two checks stand in for the hazards
 // that would hide: a write to shared bytes that a wgmma group in flight reads (before the
 // wait_group covering it), and a read of bytes a TMA load wrote by a warp that does not know the
-// load complete (InterpreterOrder.h). Memory accesses are bounds-checked: a load or store
+// load complete (InterpreterOrder.h); and, memory being coherent there, a wgmma's read of bytes
+// that threads stored without a fence.proxy.async since is an error. Memory accesses are
+// bounds-checked: a load or store
 // outside its tensor or the shared memory is an error, and so is a store over an mbarrier.
 #pragma once
 

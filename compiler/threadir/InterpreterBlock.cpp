@@ -7,6 +7,7 @@ namespace tilec::thir::interp {
 void Block::reset(int64_t sharedBytes, int threads, int warps, int warpgroups) {
   smem_.assign(static_cast<size_t>(sharedBytes), 0xCD);
   order_.reset(warps);
+  fences_.reset(warps);
   liveThreads_ = threads;
   barriers_.clear();
   mbarriers_.clear();
@@ -33,10 +34,11 @@ void Block::wgmmaRetire(int group, int pending) {
     inFlight.erase(inFlight.begin(), inFlight.end() - pending);
 }
 
-uint8_t *Block::store(int64_t offset, int64_t n) {
+uint8_t *Block::store(int warp, int64_t offset, int64_t n) {
   uint8_t *p = shared().at(offset, n);
   checkWrite(offset, n, "a store");
   order_.forget(offset, offset + n);
+  fences_.written(warp, offset, offset + n);
   if (!mbarriers_.empty()) {
     auto it = mbarriers_.lower_bound(offset - 7);
     if (it != mbarriers_.end() && it->first < offset + n)
@@ -189,9 +191,12 @@ void Block::wgmmaMeet(int warp, int group, const Node *node, const Wgmma &w) {
         throw Stop(fmt::format("warpgroup {}'s threads disagree on a wgmma descriptor", group));
   m.inFlight.push_back(runWgmmaGroup(w, shared(), m.group));
   // Every warp of the warpgroup must know its operands loaded.
-  for (const ByteRange &r : m.inFlight.back())
+  for (const ByteRange &r : m.inFlight.back()) {
     for (int v = 4 * group; v < 4 * group + 4; ++v)
       checkRead(v, r.begin, r.end - r.begin);
+    if (std::string error = fences_.checkAsyncRead(r.begin, r.end); !error.empty())
+      throw Stop(error);
+  }
   wgmmaRetire(group, w.pending);
   m.arrived = 0;
   m.node = nullptr;

@@ -30,8 +30,11 @@ public:
   SharedView shared() {
     return {smem_.data(), static_cast<int64_t>(smem_.size()), kSharedWindowBase};
   }
-  /// A store of `n` bytes at `offset`: checked against the mbarriers it would overwrite.
-  uint8_t *store(int64_t offset, int64_t n);
+  /// A store by warp `warp` (the generic proxy) of `n` bytes at `offset`: checked against the
+  /// mbarriers it would overwrite.
+  uint8_t *store(int warp, int64_t offset, int64_t n);
+  /// fence.proxy.async in warp `warp`: its stores so far are visible to wgmma.
+  void proxyFence(int warp) { fences_.fenced(warp); }
   /// A read by warp `warp` of `n` bytes at `offset`: checked against TMA loads it does not know
   /// complete (InterpreterOrder.h).
   void checkRead(int warp, int64_t offset, int64_t n) const;
@@ -95,6 +98,7 @@ private:
   std::map<int64_t, Mbarrier> mbarriers_;
   std::vector<WgmmaMeeting> wgmma_;
   AsyncWriteOrder order_;
+  ProxyFences fences_;
 };
 
 } // namespace tilec::thir::interp

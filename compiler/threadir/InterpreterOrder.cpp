@@ -67,4 +67,36 @@ std::string AsyncWriteOrder::checkRead(int warp, int64_t begin, int64_t end) con
   return {};
 }
 
+void ProxyFences::reset(int warps) { unfenced_.assign(static_cast<size_t>(warps), {}); }
+
+void ProxyFences::written(int warp, int64_t begin, int64_t end) {
+  auto &ranges = unfenced_[static_cast<size_t>(warp)];
+  // Merge with every range it touches or adjoins.
+  auto it = ranges.upper_bound(begin);
+  if (it != ranges.begin() && std::prev(it)->second >= begin)
+    --it;
+  while (it != ranges.end() && it->first <= end) {
+    begin = std::min(begin, it->first);
+    end = std::max(end, it->second);
+    it = ranges.erase(it);
+  }
+  ranges.emplace(begin, end);
+}
+
+void ProxyFences::fenced(int warp) { unfenced_[static_cast<size_t>(warp)].clear(); }
+
+std::string ProxyFences::checkAsyncRead(int64_t begin, int64_t end) const {
+  for (size_t w = 0; w < unfenced_.size(); ++w) {
+    const auto &ranges = unfenced_[w];
+    auto it = ranges.upper_bound(begin);
+    if (it != ranges.begin() && std::prev(it)->second > begin)
+      --it;
+    if (it != ranges.end() && it->first < end)
+      return fmt::format("a wgmma reads shared bytes [{}, {}) that warp {} wrote at [{}, {}) "
+                         "without a fence.proxy.async since",
+                         begin, end, w, it->first, it->second);
+  }
+  return {};
+}
+
 } // namespace tilec::thir::interp

@@ -47,4 +47,20 @@ private:
   std::vector<Write> writes_;
 };
 
+/// Shared-memory writes of the generic proxy (stores, cp.async, atomics) that the async proxy
+/// (wgmma) may read only after the writing thread's fence.proxy.async (PTX ISA 9.7.15.4; a
+/// barrier after the fence then orders the read): the interpreter's memory is coherent, so
+/// without this check a missing fence would go unseen. Kept per warp.
+class ProxyFences {
+public:
+  void reset(int warps);
+  void written(int warp, int64_t begin, int64_t end);
+  void fenced(int warp);
+  /// An error message where an async-proxy read of [begin, end) meets a write not fenced yet.
+  std::string checkAsyncRead(int64_t begin, int64_t end) const;
+
+private:
+  std::vector<std::map<int64_t, int64_t>> unfenced_; // per warp: disjoint [begin, end)
+};
+
 } // namespace tilec::thir::interp

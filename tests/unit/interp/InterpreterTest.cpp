@@ -255,3 +255,32 @@ kernel k(%out: tensor<int32, align 4>, %x: tensor<int32, align 16>, %m: tensor_m
   REQUIRE(barrierOnly);
   CHECK(*barrierOnly == early);
 }
+
+TEST_CASE("a wgmma may read what threads stored only after their fence.proxy.async") {
+  const std::string text = R"(module t
+kernel k(%out: tensor<int32, align 4>) threads=128 grid=(none, none, none) dynamic_smem=32768 {
+  smem[(threadIdx.x * 4:int32)] = 0:int32
+  FENCE
+  barrier
+  var v0: float32x8 = broadcast<float32x8>(0.0)
+  var v2: int64 = (cast<int64>(((smem_address(0:int32) >> 4:int32) & 16383:int32)) + 4611686293305360384)
+  var v3: int64 = (cast<int64>(((smem_address(16384:int32) >> 4:int32) & 16383:int32)) + 4611686293305360384)
+  var v1: float32x8 = wgmma.m64n16k16.float16(v0, [acc 0: v2, v3])
+}
+)";
+  for (const char *fence : {"", "fence.proxy.async.shared"}) {
+    CAPTURE(fence);
+    std::string s = text;
+    s.replace(s.find("FENCE"), 5, fence);
+    std::vector<int32_t> out;
+    auto error = runText(s, out);
+    if (*fence) {
+      CHECK_MESSAGE(!error, *error);
+    } else {
+      REQUIRE(error);
+      CHECK(error->find("k: a wgmma reads shared bytes [0, ") == 0);
+      CHECK(error->find("that warp 0 wrote at [0, 128) without a fence.proxy.async since") !=
+            std::string::npos);
+    }
+  }
+}
