@@ -12,8 +12,8 @@
 // wait_group covering it), and a read of bytes a TMA load wrote by a warp that does not know the
 // load complete (InterpreterOrder.h); and, memory being coherent there, a wgmma's read of bytes
 // that threads stored without a fence.proxy.async since is an error. Memory accesses are
-// bounds-checked: a load or store
-// outside its tensor or the shared memory is an error, and so is a store over an mbarrier.
+// bounds-checked: a load or store outside its tensor or the shared memory is an error, and so is
+// a store over an mbarrier.
 #pragma once
 
 #include "threadir/ThreadIR.h"
