@@ -339,7 +339,8 @@ void KernelLowering::WarpSpecialized::tmaBoxes(const tile::Stmt *st, TmaDims kep
   }
 }
 
-void KernelLowering::WarpSpecialized::producerLoop(bool useTma, thir::Body &into) {
+void KernelLowering::WarpSpecialized::producerLoop(bool useTma, thir::Body &into,
+                                                   bool withPrologue) {
   thir::ForStmt loop = countingLoop(kl_.nextVar_++, n_);
   thir::Expr it = thir::var(loop.var, i32t_);
   RingPosition at = position(it);
@@ -389,8 +390,21 @@ void KernelLowering::WarpSpecialized::producerLoop(bool useTma, thir::Body &into
              {{thir::FenceProxyAsync{}}, {thir::MbarrierArrive{full(ring, slot), nullptr}}},
              loop.body);
   }
+  // A tile's prologue after its first iteration's copies: the slots of its first iterations
+  // free up while the consumers still run the tile before, the prologue's buffers only once they
+  // finished it. A tile without iterations loads its prologue all the same.
+  if (withPrologue) {
+    thir::IfStmt first{eq(it, i32(0)), {}, {}};
+    producerPrologue(first.then);
+    loop.body.push_back({std::move(first)});
+  }
   kl_.declaredHere_ = savedDeclared;
   into.push_back({std::move(loop)});
+  if (withPrologue) {
+    thir::IfStmt none{thir::binary(thir::BinOp::Le, n_, i32(0)), {}, {}};
+    producerPrologue(none.then);
+    into.push_back({std::move(none)});
+  }
 }
 
 bool KernelLowering::WarpSpecialized::producerPrologue(thir::Body &into) {
@@ -420,14 +434,11 @@ bool KernelLowering::WarpSpecialized::lowerProducer(thir::Body &producer) {
   thir::IfStmt leader{eq(tid_, i32(consumers_)), {}, {}};
   if (prologueByTma_ && !persistent_ && !producerPrologue(leader.then))
     return false;
-  forEachTile(false, nullptr, leader.then, [&](thir::Body &into) {
-    if (prologueByTma_ && persistent_ && !producerPrologue(into))
-      return;
-    producerLoop(true, into);
-  });
+  forEachTile(false, nullptr, leader.then,
+              [&](thir::Body &into) { producerLoop(true, into, prologueByTma_ && persistent_); });
   which.then.push_back({std::move(leader)});
   forEachTile(false, nullptr, which.otherwise,
-              [&](thir::Body &into) { producerLoop(false, into); });
+              [&](thir::Body &into) { producerLoop(false, into, false); });
   producer.push_back({std::move(which)});
   return !kl_.failed_;
 }

@@ -59,8 +59,9 @@ private:
   /// mbarrier `bar`.
   void tmaBoxes(const tile::Stmt *st, TmaDims kept, const std::vector<thir::Expr> &starts,
                 thir::Expr version, thir::Expr bar, thir::Body &into);
-  /// The producer's loop over one tile's iterations, by TMA or element by element.
-  void producerLoop(bool useTma, thir::Body &into);
+  /// The producer's loop over one tile's iterations, by TMA or element by element; `withPrologue`
+  /// (a persistent block's TMA producer): with the tile's prologue after its first iteration.
+  void producerLoop(bool useTma, thir::Body &into, bool withPrologue);
   /// The producer's TMA boxes of the consumer prologue on its mbarrier; per tile, first waiting
   /// until the consumers no longer read the tile before's.
   bool producerPrologue(thir::Body &into);

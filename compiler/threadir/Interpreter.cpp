@@ -679,7 +679,8 @@ void run(const Kernel &k, const InterpreterLaunch &l) {
   for (int w = 0; w < warps; ++w)
     ws.emplace_back(s, block, w, maxVar);
   // The tensor maps as the generated launch function encodes them; TMA is on where every map
-  // could be encoded (byte strides multiples of 16) and the launch leaves it on.
+  // could be encoded (extents in 1 .. 2^32, byte strides multiples of 16, as the runtime
+  // checks) and the launch leaves it on.
   bool tma = l.tma;
   for (size_t i = 0; i < k.params.size(); ++i) {
     const Param &p = k.params[i];
@@ -691,8 +692,10 @@ void run(const Kernel &k, const InterpreterLaunch &l) {
       throw Stop(fmt::format("tensor map '{}' has no tensor", p.name));
     v.tensor = l.tensors[static_cast<size_t>(p.map.tensor)];
     v.elementBytes = dtypeBits(p.dtype) / 8;
-    for (const Expr &d : p.map.dims)
+    for (const Expr &d : p.map.dims) {
       v.dims.push_back(ws[0].host(d));
+      tma = tma && v.dims.back() > 0 && v.dims.back() <= (int64_t{1} << 32);
+    }
     for (const Expr &st : p.map.strides) {
       v.strides.push_back(ws[0].host(st));
       tma = tma && v.strides.back() > 0 && v.strides.back() % 16 == 0;
