@@ -23,7 +23,8 @@ import tempfile
 ARCHS = ["sm_80", "sm_90a"]
 # Compile-time switches and options whose code paths the plain programs do not reach, each with
 # the arches where it changes the code (--persistent: warp-specialized kernels, sm_90a only).
-VARIANTS = {"flash_attention": [(["-D", "causal=True"], ARCHS), (["--persistent"], ["sm_90a"])]}
+VARIANTS = {"flash_attention": [(["-D", "causal=True"], ARCHS), (["--persistent"], ["sm_90a"])],
+            "mla_decode_split": [(["--persistent"], ["sm_90a"])]}
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 GOLDEN = os.path.join(HERE, "ptx")

@@ -300,3 +300,12 @@ TEST_CASE("the GEMM operand layouts of the GPU tests (tests/gpu/kernels/gemm_var
     }
   }
 }
+
+TEST_CASE("mla_decode_split for sm_90a, persistent (each tile's Q loaded by the producer during "
+          "the epilogue of the tile before; a split without keys among the tiles) matches "
+          "float64") {
+  forEachLaunch([](const auto &launch) {
+    checkMlaDecodeSplit(
+        "sm_90a", {}, 32, [](driver::DriverOptions &o) { o.persistent = true; }, launch);
+  });
+}
