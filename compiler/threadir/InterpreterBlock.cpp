@@ -129,8 +129,8 @@ void Block::mbarrierArrive(int warp, int64_t offset, int64_t txBytes) {
   order_.arrive(warp, offset);
   b.tx += txBytes;
   if (b.pending == 0)
-    throw Stop(fmt::format("an arrival on the mbarrier at byte {} beyond its {} a phase", offset,
-                           b.count));
+    throw Stop(fmt::format("an arrival on the mbarrier at byte {} beyond the {} of its phase",
+                           offset, b.count));
   --b.pending;
   completeIfDue(offset, b);
 }

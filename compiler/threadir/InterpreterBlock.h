@@ -59,9 +59,9 @@ public:
   /// completed (try_wait.parity's rule: parity 1 passes on a fresh barrier).
   void mbarrierWait(int warp, const std::vector<std::pair<int64_t, int64_t>> &waits);
 
-  /// Warp `warp` of warpgroup `group` brings its 32 threads' operands of wgmma `node` (written
-  /// into the group's slot by `fill`); the last of the four runs the group. Returns once it ran,
-  /// the results in slot(group).acc.
+  /// Warp `warp` of warpgroup `group` has written its 32 threads' operands of wgmma `node` into
+  /// wgmmaSlot(group); the last of the four warps to meet runs the group. Returns once it ran,
+  /// the results in wgmmaSlot(group).acc.
   WgmmaGroup &wgmmaSlot(int group) { return wgmma_[static_cast<size_t>(group)].group; }
   void wgmmaMeet(int warp, int group, const Node *node, const Wgmma &w);
   /// wgmma.wait_group `pending` in warpgroup `group`: its groups but the last `pending` have

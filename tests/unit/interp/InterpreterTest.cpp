@@ -284,3 +284,32 @@ kernel k(%out: tensor<int32, align 4>) threads=128 grid=(none, none, none) dynam
     }
   }
 }
+
+TEST_CASE("the interpreter's other protocol errors, each with its message") {
+  struct Case {
+    const char *body, *error;
+  };
+  const Case cases[] = {
+      {"mbarrier.arrive smem[8:int32]",
+       "k: an arrival on shared byte 8, where no mbarrier was initialized"},
+      {"if (threadIdx.x == 0:int32) {\n    mbarrier.init smem[4:int32], 1:int32\n  }",
+       "k: an mbarrier at shared byte 4, not 8-byte aligned"},
+      {"if (threadIdx.x == 0:int32) {\n    mbarrier.init smem[8:int32], 1:int32\n  }\n"
+       "  barrier\n  if (threadIdx.x < 2:int32) {\n    mbarrier.arrive.expect_tx smem[8:int32], "
+       "16:int32\n  }",
+       "k: an arrival on the mbarrier at byte 8 beyond the 1 of its phase"},
+      {"if (threadIdx.x < 32:int32) {\n    barrier 1, 64\n  } else {\n    barrier 1, 32\n  }",
+       "k: barrier 1 used with 32 threads while it waits for 64"},
+  };
+  for (const Case &c : cases) {
+    const std::string body = c.body;
+    CAPTURE(body);
+    std::vector<int32_t> out;
+    auto error = runText(std::string("module t\nkernel k(%out: tensor<int32, align 4>) threads=64 "
+                                     "grid=(none, none, none) dynamic_smem=16 {\n  ") +
+                             c.body + "\n}\n",
+                         out);
+    REQUIRE(error);
+    CHECK(*error == c.error);
+  }
+}
