@@ -7,6 +7,7 @@
 // taking turns after every statement: the protocols must hold under both interleavings.
 #include "Interpreted.h"
 #include "threadir/InterpreterValue.h"
+#include "w4_packing.h"
 
 using namespace tilec;
 using namespace tilec::testing;
@@ -139,28 +140,10 @@ TEST_SUITE("sm90a-programs") {
       return (bytes[n * K / 2 + k / 2] >> (4 * (k % 2))) & 15;
     };
     std::vector<uint8_t> b = bytes;
-    if (weights != Weights::Bytes) {
-      std::fill(b.begin(), b.end(), 0);
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t k = 0; k < K; ++k) {
-          const int64_t word = k / 64 * 8 + k % 8 / 2 * 2 + k % 64 / 32;
-          const int64_t pos = k % 32 / 16 * 2 + k % 16 / 8 + k % 2 * 4;
-          b[(n * (K / 8) + word) * 4 + pos / 2] |=
-              static_cast<uint8_t>(nibble(n, k) << (4 * (pos % 2)));
-        }
-    }
-    if (weights == Weights::Tiles) {
-      const int64_t W = K / 8, rows = 64, tileWords = 64,
-                    colTiles = (W + tileWords - 1) / tileWords;
-      std::vector<uint8_t> tiles(((N + rows - 1) / rows) * colTiles * rows * tileWords * 4, 0);
-      for (int64_t n = 0; n < N; ++n)
-        for (int64_t w = 0; w < W; ++w) {
-          const int64_t at =
-              ((n / rows * colTiles + w / tileWords) * rows + n % rows) * tileWords + w % tileWords;
-          std::memcpy(&tiles[at * 4], &b[(n * W + w) * 4], 4);
-        }
-      b = std::move(tiles);
-    }
+    if (weights != Weights::Bytes)
+      b = repackInt4IntoWords(bytes, N, K);
+    if (weights == Weights::Tiles)
+      b = repackWordsIntoTiles(b, N, K);
     std::vector<uint8_t> c(M * N * 2, 0xFF);
     run(m.kernels.at(0), {{"A", &a.bytes}, {"B", &b}, {"Scales", &scales.bytes}, {"C", &c}},
         {{"M", M}, {"N", N}, {"K", K}}, 32, launch);
