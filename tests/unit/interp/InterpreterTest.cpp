@@ -313,3 +313,73 @@ TEST_CASE("the interpreter's other protocol errors, each with its message") {
     CHECK(*error == c.error);
   }
 }
+
+TEST_CASE("malformed wgmma, TMA and cp.async operands are errors, each with its message") {
+  // A 64 x 16 x 16 fp16 product as above, with one thing wrong in each case.
+  const std::string wgmma = R"(module t
+kernel k(%out: tensor<int32, align 4>) threads=128 grid=(none, none, none) dynamic_smem=32768 {
+  var v0: float32x8 = broadcast<float32x8>(0.0)
+  var v2: int64 = (cast<int64>(((smem_address(0:int32) >> 4:int32) & 16383:int32)) + A_BASE)
+  var v3: int64 = (cast<int64>(((smem_address(B_START) >> 4:int32) & 16383:int32)) + 4611686293305360384)
+  GUARD
+  var v1: float32x8 = wgmma.m64n16k16.float16(v0, [acc 0: v2, v3])
+  END
+}
+)";
+  struct Case {
+    const char *aBase, *bStart, *guard, *end, *error;
+  };
+  const Case cases[] = {
+      // Bits 49-51: a matrix base offset.
+      {"4612249243258781696", "16384:int32", "", "",
+       "k: a wgmma descriptor with a matrix base offset (the interpreter supports none)"},
+      {"4611686293305360384", "(16384:int32 + ((threadIdx.x / 32:int32) * 1024:int32))", "", "",
+       "k: warpgroup 0's threads disagree on a wgmma descriptor"},
+      {"4611686293305360384", "16384:int32", "if (threadIdx.x != 5:int32) {", "}",
+       "k: a wgmma in a warp with inactive threads"},
+  };
+  for (const Case &c : cases) {
+    std::string s = wgmma;
+    for (auto [from, to] : {std::pair{"A_BASE", c.aBase}, std::pair{"B_START", c.bStart},
+                            std::pair{"GUARD", c.guard}, std::pair{"END", c.end}})
+      s.replace(s.find(from), std::strlen(from), to);
+    CAPTURE(s);
+    std::vector<int32_t> out;
+    auto error = runText(s, out);
+    REQUIRE(error);
+    CHECK(*error == c.error);
+  }
+
+  std::vector<int32_t> out;
+  auto cpAsync = runText(R"(module t
+kernel k(%out: tensor<int32, align 4>) threads=32 grid=(none, none, none) dynamic_smem=512 {
+  cp.async smem[(threadIdx.x * 16:int32)] <- %out[0:int64], 16 bytes, reading 17:int32
+}
+)",
+                         out);
+  REQUIRE(cpAsync);
+  CHECK(*cpAsync == "k: cp.async of 17 source bytes");
+}
+
+TEST_CASE("a TMA load into shared memory that is not 128-byte aligned is an error") {
+  SourceManager sm;
+  DiagnosticEngine diags(sm);
+  auto m = thir::parseThreadIR(sm, sm.addBuffer("t.thir", R"(module t
+kernel k(%x: tensor<int32, align 16>, %m: tensor_map<%x, dims (32, 1), strides (128), box (32, 1), swizzle 0>) threads=32 grid=(none, none, none) dynamic_smem=264 {
+  if (threadIdx.x == 0:int32) {
+    mbarrier.init smem[256:int32], 1:int32
+    mbarrier.arrive.expect_tx smem[256:int32], 128:int32
+    tma.load smem[64:int32] <- %m[0:int32, 0:int32], mbarrier smem[256:int32]
+  }
+}
+)"),
+                               diags);
+  REQUIRE_MESSAGE(m, diags.renderAll());
+  std::vector<uint8_t> x(128);
+  thir::InterpreterLaunch l;
+  l.tensors = {&x, nullptr};
+  l.scalars = {0.0, 0.0};
+  auto error = thir::interpret(m->kernels.at(0), l);
+  REQUIRE(error);
+  CHECK(*error == "k: a TMA load into shared byte 64, not 128-byte aligned");
+}
