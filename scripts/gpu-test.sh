@@ -188,6 +188,9 @@ run)
     shift
     limit=()
     [ -n "${TIMEOUT_EACH:-}" ] && limit=(timeout "$TIMEOUT_EACH")
+    # Line-buffered, so that a program stopped by its timeout leaves every line it printed
+    # (through a pipe its output would otherwise be lost in 4 KiB blocks).
+    command -v stdbuf >/dev/null && limit+=(stdbuf -oL)
     summary=()
     for t in "$gpu"/bin/*; do
       if [ $# -gt 0 ] && [[ " $* " != *" $(basename "$t") "* ]]; then
@@ -207,7 +210,7 @@ run)
       fi
       if [ $rc -eq 0 ]; then
         summary+=("$(basename "$t"): ok")
-      elif [ $rc -eq 124 ] && [ ${#limit[@]} -gt 0 ]; then
+      elif [ $rc -eq 124 ] && [ -n "${TIMEOUT_EACH:-}" ]; then
         summary+=("$(basename "$t"): timed out after ${TIMEOUT_EACH} s")
         status=1
       else
