@@ -429,7 +429,7 @@ std::optional<RunResult> Runner::run(const Launch &launch, std::string_view imag
     const int64_t blocks = grid[0] * grid[1] * grid[2];
     const int64_t resident =
         static_cast<int64_t>(std::max(info_.multiprocessors, 1)) * k.persistentBlocksPerSM;
-    grid = {std::min(blocks, resident), 1, 1};
+    grid = {thir::persistentLaunchBlocks(blocks, resident, grid[0], k.persistentBalanceX), 1, 1};
   }
   auto launchOnce = [&]() {
     return cu.launchKernel(fn, static_cast<unsigned>(grid[0]), static_cast<unsigned>(grid[1]),

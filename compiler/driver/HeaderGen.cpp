@@ -722,10 +722,11 @@ std::string generateHeader(const std::vector<HeaderImage> &images, const HeaderO
           a.archSpecific ? "true" : "false", img.kind == BinaryKind::Cubin ? "Cubin" : "Ptx", i);
       // Code for sm_90+ waits for the grids ahead in the stream itself (codegen's kernelEntry).
       bool programmatic = target::targetInfo(img.arch)->hasGridDependencyControl;
+      // (balanceX, false by default, is written only where it is set.)
       for (const thir::Kernel &k : img.module->kernels)
-        body += fmt::format("        {{\"{}\", {}u, {}u, {}u, {}}},\n", k.name, k.threads,
+        body += fmt::format("        {{\"{}\", {}u, {}u, {}u, {}{}}},\n", k.name, k.threads,
                             k.dynamicSharedBytes, k.persistentBlocksPerSM,
-                            programmatic ? "true" : "false");
+                            programmatic ? "true" : "false", k.persistentBalanceX ? ", true" : "");
     }
     body += "    }}},\n";
   }

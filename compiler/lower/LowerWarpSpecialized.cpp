@@ -29,7 +29,10 @@
 //                 once the iteration's gemm completed, ring 1's once the tail's did
 #include "lower/WarpSpecialized.h"
 
+#include "analysis/ParallelLayout.h"
 #include "tileir/Arith.h"
+
+#include <algorithm>
 
 #include <fmt/format.h>
 
@@ -115,6 +118,24 @@ bool rasterizedByDefault(const tile::Body &body, const PipelinePlan &plan) {
     if (std::holds_alternative<tile::UseSwizzle>(st.op))
       return true;
   return false;
+}
+
+/// Whether the trip count of `loop`, statement `at` of `k`'s body, depends on the x block index,
+/// itself or through the lets before it: the kernel's tiles then differ in work along x (causal
+/// attention's row blocks).
+bool tripCountFollowsX(const tile::Kernel &k, size_t at, const tile::For &loop) {
+  std::vector<const tile::Var *> dependent;
+  for (const tile::VarPtr &b : k.blockIndices)
+    if (b->index == 0)
+      dependent.push_back(b.get());
+  auto mentioned = [&](const tile::Expr &e) {
+    return std::any_of(dependent.begin(), dependent.end(),
+                       [&](const tile::Var *v) { return analysis::mentions(e, *v); });
+  };
+  for (size_t i = 0; i < at && !dependent.empty(); ++i)
+    if (auto *let = std::get_if<tile::Let>(&k.body[i].op); let && mentioned(let->value))
+      dependent.push_back(let->var.get());
+  return !dependent.empty() && (mentioned(loop.begins[0]) || mentioned(loop.extents[0]));
 }
 
 } // namespace
@@ -452,8 +473,17 @@ void KernelLowering::WarpSpecialized::splitRegisters(thir::Body &producer, thir:
       blocksPerSM(consumers_, kl_.out_.dynamicSharedBytes, fragmentRegisters, kl_.opts_.target);
   if (blocks > 1)
     kl_.out_.minBlocksPerSM = blocks;
-  if (persistent_)
+  if (persistent_) {
     kl_.out_.persistentBlocksPerSM = blocks;
+    // The balance assumes x = tile mod grid x: no rasterization, neither the default one (not
+    // applied where rasterized_ holds) nor the program's use_swizzle.
+    const tile::Body &body = kl_.k_.body;
+    const bool xMajor =
+        rasterized_ && std::none_of(body.begin(), body.end(), [](const tile::Stmt &st) {
+          return std::holds_alternative<tile::UseSwizzle>(st.op);
+        });
+    kl_.out_.persistentBalanceX = xMajor && tripCountFollowsX(kl_.k_, next_, f_);
+  }
   if (auto split = registerSplit(consumers_, blocks, kl_.opts_.target)) {
     producer.insert(producer.begin(), {thir::SetMaxNReg{false, split->first}});
     consumer.insert(consumer.begin(), {thir::SetMaxNReg{true, split->second}});

@@ -659,9 +659,10 @@ std::array<int64_t, 3> launchedGrid(const Kernel &k, Warp &host, const Interpret
   for (size_t d = 0; d < 3; ++d)
     grid[d] = k.grid[d] ? host.host(k.grid[d]) : 1;
   if (k.persistentBlocksPerSM > 0)
-    grid = {
-        std::min(grid[0] * grid[1] * grid[2], int64_t{l.multiprocessors} * k.persistentBlocksPerSM),
-        1, 1};
+    grid = {persistentLaunchBlocks(grid[0] * grid[1] * grid[2],
+                                   int64_t{l.multiprocessors} * k.persistentBlocksPerSM, grid[0],
+                                   k.persistentBalanceX),
+            1, 1};
   return grid;
 }
 

@@ -45,6 +45,10 @@ Kernel Parser::kernel() {
     k.minBlocksPerSM = intField("blocks_per_sm");
   if (cur_.isIdent("persistent"))
     k.persistentBlocksPerSM = intField("persistent");
+  if (cur_.isIdent("balance_x")) {
+    advance();
+    k.persistentBalanceX = true;
+  }
   if (cur_.isIdent("checks")) {
     advance();
     expectPunct("=");

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 #include <stdexcept>
 
 namespace tilec::thir {
@@ -534,6 +535,16 @@ std::vector<const Stmt *> barriersInHeldTurns(const Kernel &k) {
   std::vector<const Stmt *> out;
   collectHeldBarriers(k.body, false, out);
   return out;
+}
+
+int64_t persistentLaunchBlocks(int64_t blocks, int64_t resident, int64_t gridX, bool balanceX) {
+  int64_t g = std::min(blocks, resident);
+  // With every block launched there is nothing to balance: each walks one tile.
+  if (!balanceX || g >= blocks || gridX <= 1)
+    return g;
+  while (g > 1 && std::gcd(g, gridX) != 1)
+    --g;
+  return g;
 }
 
 } // namespace tilec::thir

@@ -49,11 +49,12 @@ private:
           fmt::format("{}{} {}", checks.empty() ? "" : ", ", expr(c.value), text::quoted(c.what));
     }
     out_ += fmt::format(
-        "kernel {}({}) threads={} grid=({}) dynamic_smem={}{}{}{} {{\n", text::name(k.name), params,
-        k.threads, grid, k.dynamicSharedBytes,
+        "kernel {}({}) threads={} grid=({}) dynamic_smem={}{}{}{}{} {{\n", text::name(k.name),
+        params, k.threads, grid, k.dynamicSharedBytes,
         k.minBlocksPerSM ? fmt::format(" blocks_per_sm={}", k.minBlocksPerSM) : std::string(),
         k.persistentBlocksPerSM ? fmt::format(" persistent={}", k.persistentBlocksPerSM)
                                 : std::string(),
+        k.persistentBalanceX ? " balance_x" : "",
         checks.empty() ? std::string() : fmt::format(" checks=({})", checks));
     body(k.body, 1);
     out_ += "}\n";

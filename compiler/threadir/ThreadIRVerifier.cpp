@@ -141,6 +141,8 @@ private:
                             k.minBlocksPerSM, k.threads));
     if (k.persistentBlocksPerSM < 0 || k.persistentBlocksPerSM > 32)
       error(&k, fmt::format("{} persistent blocks per SM (at most 32)", k.persistentBlocksPerSM));
+    if (k.persistentBalanceX && k.persistentBlocksPerSM == 0)
+      error(&k, "balance_x on a kernel that is not persistent");
     if (k.dynamicSharedBytes < 0)
       error(&k, fmt::format("negative dynamic shared memory size {}", k.dynamicSharedBytes));
     for (const Expr &g : k.grid)

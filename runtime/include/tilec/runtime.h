@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
+#include <numeric>
 
 #if defined(__GNUC__)
 #pragma GCC visibility push(hidden)
@@ -54,6 +55,10 @@ struct KernelSpec {
   /// sm_90+), so it is launched with programmatic stream serialization: its launch overlaps the
   /// completion of the kernel before it (that kernel's memory flush once its blocks have exited).
   bool programmaticLaunch = false;
+  /// A persistent kernel whose tiles differ in work along x: launched on the largest block count
+  /// up to its limit that is coprime with the grid's x extent, so that each block meets every x
+  /// (tilec's persistentLaunchBlocks says why).
+  bool balanceX = false;
 };
 
 enum class ImageKind { Cubin, Ptx };
@@ -402,7 +407,11 @@ inline CUresult launch(ModuleState<N> &state, const std::array<Image<N>, M> &ima
     const std::int64_t resident =
         static_cast<std::int64_t>(loaded->multiprocessors > 0 ? loaded->multiprocessors : 1) *
         spec.persistentBlocksPerSM;
-    launched = {blocks < resident ? blocks : resident, 1, 1};
+    std::int64_t g = blocks < resident ? blocks : resident;
+    if (spec.balanceX && g < blocks && grid.x > 1)
+      while (g > 1 && std::gcd(g, grid.x) != 1)
+        --g;
+    launched = {g, 1, 1};
   }
 #if CUDA_VERSION >= 12000
   // (Before CUDA 12 there is no cuLaunchKernelEx: a plain launch, the kernel's wait returns.)

@@ -63,6 +63,20 @@ TEST_SUITE("sm90a-programs") {
     });
   }
 
+  TEST_CASE("persistent causal attention (its tiles' work grows with x) is launched on a block "
+            "count coprime with the grid's x extent, and matches float64 so") {
+    auto persistent = [](driver::DriverOptions &o) { o.persistent = true; };
+    CHECK(!compileSample("flash_attention.tile", "sm_90a", {}, persistent)
+               .kernels.at(0)
+               .persistentBalanceX);
+    CHECK(compileSample("flash_attention.tile", "sm_90a", {{"causal", "True"}}, persistent)
+              .kernels.at(0)
+              .persistentBalanceX);
+    // S 500: 4 row blocks, which share 2 with the 2 resident blocks (2 SMs): one block walks
+    // them all (the non-causal run of the same build keeps 2).
+    checkAttention("sm_90a", {}, 500, 32, 16, persistent);
+  }
+
   TEST_CASE("flash_attention for sm_90a with the consumer warpgroups' turns (--ping-pong) and "
             "without the overlap of P@V (--no-overlap-gemms) matches float64") {
     forEachLaunch([](const auto &launch) {

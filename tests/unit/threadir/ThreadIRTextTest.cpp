@@ -52,6 +52,7 @@ Module everything() {
   k.dynamicSharedBytes = 65536;
   k.minBlocksPerSM = 2;
   k.persistentBlocksPerSM = 1;
+  k.persistentBalanceX = true;
   k.params = {{"A", ParamKind::Tensor, DType::Float16, 8, {}},
               {"out", ParamKind::Tensor, DType::Float32, 16, {}},
               {"alpha", ParamKind::Scalar, DType::Float32, 0, {}},
@@ -337,12 +338,14 @@ TEST_CASE("the verifier reports what codegen would treat as a compiler bug") {
                      "dynamic_smem=0 {\n}\nkernel k() threads=32 grid=(none, none, none) "
                      "dynamic_smem=0 {\n}\nkernel j() threads=1024 grid=(none, none, none) "
                      "dynamic_smem=0 blocks_per_sm=3 {\n}\nkernel p() threads=32 grid=(none, none, "
-                     "none) dynamic_smem=0 persistent=33 {\n}\n");
+                     "none) dynamic_smem=0 persistent=33 {\n}\nkernel q() threads=32 grid=(none, "
+                     "none, none) dynamic_smem=0 balance_x {\n}\n");
   CHECK(has(bad.diagnostics, "t.thir:2:1: error: block size 2048 outside 1..1024"));
   CHECK(
       has(bad.diagnostics,
           "t.thir:6:1: error: 3 blocks of 1024 threads per SM (at most 2048 threads, 32 blocks)"));
   CHECK(has(bad.diagnostics, "t.thir:8:1: error: 33 persistent blocks per SM (at most 32)"));
+  CHECK(has(bad.diagnostics, "t.thir:10:1: error: balance_x on a kernel that is not persistent"));
   CHECK(has(bad.diagnostics, "t.thir:2:31: error: a grid expression may only use"));
   CHECK(has(bad.diagnostics, "t.thir:4:1: error: two kernels named 'k'"));
 }
@@ -396,4 +399,16 @@ TEST_CASE("no input crashes the parser") {
       CHECK(print(*q.module) == again);
     }
   }
+}
+
+TEST_CASE("a persistent launch's block count: every tile's, or the SMs', and coprime with the "
+          "grid's x extent where tiles differ along x") {
+  CHECK(persistentLaunchBlocks(4096, 132, 32, false) == 132);
+  CHECK(persistentLaunchBlocks(4096, 132, 32, true) == 131); // 132 and 32 share 4
+  CHECK(persistentLaunchBlocks(4096, 132, 33, true) == 131); // 132 = 4 x 33
+  CHECK(persistentLaunchBlocks(4096, 132, 7, true) == 132);  // already coprime
+  CHECK(persistentLaunchBlocks(4096, 264, 30, true) == 263);
+  CHECK(persistentLaunchBlocks(100, 132, 32, true) == 100); // one block per tile
+  CHECK(persistentLaunchBlocks(4096, 132, 1, true) == 132); // one row block: nothing to balance
+  CHECK(persistentLaunchBlocks(4096, 2, 2, true) == 1);
 }
